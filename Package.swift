@@ -1,0 +1,37 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Cachalot",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Cachalot", targets: ["Cachalot"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0")
+    ],
+    targets: [
+        .target(
+            name: "Cachalot",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics")
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CachalotTests",
+            dependencies: [
+                "Cachalot",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

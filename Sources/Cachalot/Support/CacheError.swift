@@ -1,0 +1,64 @@
+/// An error thrown by Cachalot's caches.
+///
+/// `CacheError` is a struct rather than an enum so that new kinds of failure can be added
+/// without breaking source compatibility. Compare against the static members to find out what
+/// went wrong, and read ``message`` for a sentence that tells a person what to do:
+///
+/// ```swift
+/// do {
+///     _ = try MemoryCache<String, Data>(configuration: .init(costLimit: 0))
+/// } catch let error as CacheError where error.code == .invalidConfiguration {
+///     print(error.message)
+/// }
+/// ```
+public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure, comparable with `==`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case invalidConfiguration
+            case invalidArgument
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// A configuration value is out of its allowed range.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// An argument passed to a cache operation is out of its allowed range.
+        public static let invalidArgument = Code(.invalidArgument)
+
+        public var description: String {
+            switch self.base {
+            case .invalidConfiguration: "invalid configuration"
+            case .invalidArgument: "invalid argument"
+            }
+        }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// A sentence that says what was wrong and what to do about it.
+    public let message: String
+
+    @usableFromInline
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String {
+        "\(self.code): \(self.message)"
+    }
+
+    static func invalidConfiguration(_ message: String) -> CacheError {
+        CacheError(.invalidConfiguration, message)
+    }
+
+    @usableFromInline
+    static func invalidArgument(_ message: String) -> CacheError {
+        CacheError(.invalidArgument, message)
+    }
+}
