@@ -3,7 +3,7 @@
 /// An entry whose hash is here when it is set again has proved it comes back, so it skips the
 /// small queue. Only hashes are kept: a collision merely sends a new key to the main queue.
 @usableFromInline
-struct GhostQueue {
+struct GhostQueue: Sendable {
     /// A ring buffer of hashes; `start` is the oldest, and `count` are in use.
     private var ring: ContiguousArray<Int> = []
     private var start = 0

@@ -32,8 +32,24 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         @usableFromInline
         let state: Mutex<MemoryCacheShard<Key, Value>>
 
-        init(_ state: sending MemoryCacheShard<Key, Value>) {
+        init(_ state: MemoryCacheShard<Key, Value>) {
             self.state = Mutex(state)
+        }
+
+        /// Runs `body` under the shard's lock and, when `metrics` is set, reports what it changed.
+        @inlinable
+        func withLock<Result: Sendable>(
+            reportingTo metrics: MemoryCacheMetrics?,
+            _ body: (inout MemoryCacheShard<Key, Value>) -> Result
+        ) -> Result {
+            guard let metrics else { return self.state.withLock { body(&$0) } }
+            let (result, change) = self.state.withLock { state in
+                let before = state.snapshot
+                let result = body(&state)
+                return (result, state.snapshot.change(since: before))
+            }
+            metrics.record(change)
+            return result
         }
     }
 
@@ -125,11 +141,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     public func value(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        let value = self.shard(for: hash).state.withLock { $0.value(forKey: key, hash: hash, ticks: self.ticks) }
-        if let metrics = self.metrics {
-            (value == nil ? metrics.misses : metrics.hits).increment()
+        return self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
+            state.value(forKey: key, hash: hash, ticks: self.ticks)
         }
-        return value
     }
 
     /// The value stored for `key`, or `nil`; the same as ``value(forKey:)``.
@@ -187,12 +201,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             lifetime = self.defaultTimeToLive
         }
         let expiry = lifetime.map { self.ticks.read().addingReportingOverflow($0).partialValue } ?? .max
-        let change = self.shard(for: hash).state.withLock { state in
-            let before = state.snapshot
+        self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
             state.set(value, forKey: key, hash: hash, cost: cost, expiry: expiry, ticks: self.ticks)
-            return state.snapshot.change(since: before)
         }
-        self.metrics?.record(change)
     }
 
     /// Removes the value stored for `key` and returns it, or `nil` if there was none.
@@ -201,13 +212,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        let (value, change) = self.shard(for: hash).state.withLock { state in
-            let before = state.snapshot
-            let value = state.removeValue(forKey: key, hash: hash)
-            return (value, state.snapshot.change(since: before))
+        return self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
+            state.removeValue(forKey: key, hash: hash)
         }
-        self.metrics?.record(change)
-        return value
     }
 
     /// Removes every entry. Statistics other than the current cost and count are kept.
@@ -229,7 +236,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         guard cost >= 0 else {
             throw .invalidArgument("The cost to trim to must not be negative (got \(cost)).")
         }
-        self.trim(reason: .cost) { state in Int(Double(cost) * Double(state.costLimit) / Double(self.configuration.costLimit)) }
+        self.trim(reason: .cost) { state in
+            Int(Double(cost) * Double(state.costLimit) / Double(self.configuration.costLimit))
+        }
     }
 
     /// Trims the cache in response to memory pressure: to half its current cost on a warning,
@@ -269,12 +278,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Runs `body` on each shard in turn under its lock, and reports the change to metrics.
     private func forEachShard(_ body: (inout MemoryCacheShard<Key, Value>) -> Void) {
         for shard in self.shards {
-            let change = shard.state.withLock { state in
-                let before = state.snapshot
-                body(&state)
-                return state.snapshot.change(since: before)
-            }
-            self.metrics?.record(change)
+            shard.withLock(reportingTo: self.metrics, body)
         }
     }
 }

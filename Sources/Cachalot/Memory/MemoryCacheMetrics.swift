@@ -5,8 +5,8 @@ import Synchronization
 /// names ``MemoryCache/Configuration/metrics``.
 @usableFromInline
 final class MemoryCacheMetrics: Sendable {
-    @usableFromInline let hits: Counter
-    @usableFromInline let misses: Counter
+    private let hits: Counter
+    private let misses: Counter
     private let insertions: Counter
     private let costEvictions: Counter
     private let countEvictions: Counter

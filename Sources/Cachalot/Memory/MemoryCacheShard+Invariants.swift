@@ -12,7 +12,8 @@ extension MemoryCacheShard {
         if occupied != self.entries.count {
             violations.append("\(occupied) occupied buckets for \(self.entries.count) entries")
         }
-        for (position, entry) in self.entries.enumerated() where self.find(entry.key, hash: entry.hash) != Int32(position) {
+        for (position, entry) in self.entries.enumerated()
+        where self.find(entry.key, hash: entry.hash) != Int32(position) {
             violations.append("entry \(position) is not found through the index")
         }
         var linked = Set<Int32>()
@@ -30,16 +31,24 @@ extension MemoryCacheShard {
             }
             if newer != queue.head { violations.append("the \(isMain ? "main" : "small") queue's head is wrong") }
             if count != queue.count || cost != queue.cost {
-                violations.append("the \(isMain ? "main" : "small") queue counts \(queue.count)/\(queue.cost), links \(count)/\(cost)")
+                violations.append(
+                    "the \(isMain ? "main" : "small") queue counts \(queue.count)/\(queue.cost), links \(count)/\(cost)"
+                )
             }
         }
-        if linked.count != self.entries.count { violations.append("\(linked.count) linked of \(self.entries.count) entries") }
+        if linked.count != self.entries.count {
+            violations.append("\(linked.count) linked of \(self.entries.count) entries")
+        }
         let cost = self.entries.reduce(0) { $0 + $1.cost }
         if cost != self.totalCost { violations.append("total cost \(self.totalCost), entries add up to \(cost)") }
         let expiring = self.entries.filter { $0.expiry != Self.never }.count
-        if expiring != self.expiringCount { violations.append("expiring count \(self.expiringCount), actual \(expiring)") }
+        if expiring != self.expiringCount {
+            violations.append("expiring count \(self.expiringCount), actual \(expiring)")
+        }
         if self.totalCost > self.costLimit { violations.append("cost \(self.totalCost) above limit \(self.costLimit)") }
-        if self.entries.count > self.countLimit { violations.append("count \(self.entries.count) above limit \(self.countLimit)") }
+        if self.entries.count > self.countLimit {
+            violations.append("count \(self.entries.count) above limit \(self.countLimit)")
+        }
         return violations
     }
 }

@@ -16,12 +16,12 @@
 /// (up to three). A hit only increments a small counter: no list is touched on a read. One-time
 /// keys (scans) leave through the small queue without disturbing the main one.
 @usableFromInline
-struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable> {
+struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline
     typealias Statistics = MemoryCacheStatistics
 
     @usableFromInline
-    struct Entry {
+    struct Entry: Sendable {
         @usableFromInline var key: Key
         @usableFromInline var value: Value
         @usableFromInline let hash: Int
@@ -48,7 +48,7 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable> {
 
     /// A FIFO queue threaded through the entries by their `older` and `newer` links.
     @usableFromInline
-    struct Queue {
+    struct Queue: Sendable {
         @usableFromInline var head: Int32 = none
         @usableFromInline var tail: Int32 = none
         @usableFromInline var count = 0
@@ -60,7 +60,7 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable> {
 
     /// Why an entry leaves the shard.
     @usableFromInline
-    enum Reason {
+    enum Reason: Sendable {
         case cost, count, expiry, pressure
     }
 
