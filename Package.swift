@@ -11,7 +11,8 @@ let package = Package(
     name: "Cachalot",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .library(name: "Cachalot", targets: ["Cachalot"])
+        .library(name: "Cachalot", targets: ["Cachalot"]),
+        .library(name: "CachalotTesting", targets: ["CachalotTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0")
@@ -24,10 +25,15 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CachalotTesting",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "CachalotTests",
             dependencies: [
                 "Cachalot",
+                "CachalotTesting",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

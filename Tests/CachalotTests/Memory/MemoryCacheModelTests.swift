@@ -1,3 +1,4 @@
+import CachalotTesting
 import CoreMetrics
 import MetricsTestKit
 import Testing

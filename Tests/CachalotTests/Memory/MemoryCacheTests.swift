@@ -1,3 +1,4 @@
+import CachalotTesting
 import Testing
 
 @testable import Cachalot
