@@ -8,7 +8,8 @@ let package = Package(
     name: "CachalotBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: "..")
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .executableTarget(
@@ -18,7 +19,17 @@ let package = Package(
                 .product(name: "CachalotTesting", package: cachalot),
             ],
             path: "Sources/HitRatio"
-        )
+        ),
+        .executableTarget(
+            name: "MemoryCacheBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Cachalot", package: cachalot),
+                .product(name: "CachalotTesting", package: cachalot),
+            ],
+            path: "Benchmarks/MemoryCache",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,86 @@
+"""Turns the Markdown output of `swift package benchmark` into the ratio tables of
+docs/performance.md. Every benchmark iteration does a fixed number of operations (see the
+benchmark sources), so the p50 of an iteration divided by that number is the time per call."""
+
+import re
+import sys
+
+# Operations per iteration: 1,000 calls, or 100 × 1,000 per thread in the thread benchmarks.
+OPERATIONS = 1_000
+THREAD_OPERATIONS = 100_000
+
+
+def parse(path):
+    """Returns {benchmark name: {metric: p50}} from the benchmark tool's Markdown output."""
+    results, name = {}, None
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("### "):
+            name = line[4:].strip()
+            results[name] = {}
+        elif name and line.startswith("| ") and not line.startswith("| Metric"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            metric = re.sub(r"\s*\*$", "", cells[0])
+            results[name][metric] = float(cells[3].replace(",", ""))
+    return results
+
+
+def main(path):
+    results = parse(path)
+
+    def time(name, per=OPERATIONS):
+        return results[name]["Time (wall clock) (ns)"] / per
+
+    def mallocs(name, per=OPERATIONS):
+        return results[name]["Malloc (total)"] / per
+
+    def row(*cells):
+        print("| " + " | ".join(cells) + " |")
+
+    print("### Memory tier: one thread")
+    print()
+    row("operation", "MemoryCache", "baseline", "baseline time", "ratio", "target")
+    row("---", "---:", "---", "---:", "---:", "---")
+    for label, subject, baseline, base_label, target in [
+        ("get hit, String key", "get hit, String key: MemoryCache",
+         "get hit, String key: Mutex<Dictionary>", "Mutex<[String: Int]>", "≤ 1.5×"),
+        ("get hit, Int key", "get hit, Int key: MemoryCache",
+         "get hit, Int key: Mutex<Dictionary>", "Mutex<[Int: Int]>", "≤ 1.5×"),
+        ("get hit, String key", "get hit, String key: MemoryCache",
+         "get hit, String key: NSCache", "NSCache (Foundation)", "report"),
+        ("set existing key, String key", "set existing key, String key: MemoryCache",
+         "set existing key, String key: Mutex<Dictionary>", "Mutex<[String: Int]>", "report"),
+    ]:
+        if subject in results and baseline in results:
+            row(label, f"{time(subject):.1f} ns", base_label, f"{time(baseline):.1f} ns",
+                f"{time(subject) / time(baseline):.2f}×", target)
+    print()
+
+    print("### Memory tier: two threads")
+    print()
+    row("subject", "1 thread, per get", "2 threads, per get per thread", "throughput 2 threads / 1 thread", "target")
+    row("---", "---:", "---:", "---:", "---")
+    for subject, target in [("MemoryCache", "≥ 1.5×"), ("Mutex<Dictionary>", "(baseline)")]:
+        one = f"1 thread get hits, String key: {subject}"
+        two = f"2 thread get hits, String key: {subject}"
+        if one in results and two in results:
+            t1, t2 = time(one, THREAD_OPERATIONS), time(two, THREAD_OPERATIONS)
+            row(subject, f"{t1:.1f} ns", f"{t2:.1f} ns", f"{2 * t1 / t2:.2f}×", target)
+    print()
+
+    print("### Memory tier: allocations")
+    print()
+    row("operation", "mallocs per call")
+    row("---", "---:")
+    for name in [
+        "get hit, String key: MemoryCache",
+        "get hit, Int key: MemoryCache",
+        "set existing key, String key: MemoryCache",
+        "set new key evicting, String key: MemoryCache",
+    ]:
+        if name in results:
+            row(name.replace(": MemoryCache", ""), f"{mallocs(name):.3f}")
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
