@@ -19,44 +19,27 @@ import Synchronization
 /// **Eviction.** The cache evicts with S3-FIFO (see the article *How the memory tier works*),
 /// which keeps more hits than LRU on skewed workloads and is not flushed by one-time scans.
 ///
-/// **Concurrency.** The entries are split into up to eight shards by key hash, each behind its
-/// own lock, so that threads working on different keys rarely wait for each other. Each shard
-/// holds an equal part of the limits, so the limits hold at every instant.
+/// **Concurrency.** The entries are split into up to eight shards by key hash, each with its own
+/// lock and an equal part of the limits, so the limits hold at every instant. A hit does not take
+/// the lock and writes no memory that another thread reads, so threads reading the cache do not
+/// slow each other down; see ``ReaderCounters`` for how readers and writers stay apart.
 ///
 /// **Expiry.** Entries can expire after a time-to-live, measured with the clock you inject.
 /// An expired entry is never returned; it is removed when it is found or when it would be
 /// evicted, or by ``removeExpired()``.
-public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline
-    final class Shard: Sendable {
-        @usableFromInline
-        let state: Mutex<MemoryCacheShard<Key, Value>>
-
-        init(_ state: MemoryCacheShard<Key, Value>) {
-            self.state = Mutex(state)
-        }
-
-        /// Runs `body` under the shard's lock and, when `metrics` is set, reports what it changed.
-        @inlinable
-        func withLock<Result: Sendable>(
-            reportingTo metrics: MemoryCacheMetrics?,
-            _ body: (inout MemoryCacheShard<Key, Value>) -> Result
-        ) -> Result {
-            guard let metrics else { return self.state.withLock { body(&$0) } }
-            let (result, change) = self.state.withLock { state in
-                let before = state.snapshot
-                let result = body(&state)
-                return (result, state.snapshot.change(since: before))
-            }
-            metrics.record(change)
-            return result
-        }
-    }
-
+///
+/// `MemoryCache` is `@unchecked Sendable` because it owns the memory of its shards through a
+/// pointer; a shard's state changes only under its lock, while no reader is inside it.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     /// The configuration the cache was created with.
     public let configuration: Configuration
 
-    @usableFromInline let shards: ContiguousArray<Shard>
+    /// The shards' locks and states, in memory this cache allocates and frees. Reaching a shard
+    /// through a pointer costs no reference counting, which threads would otherwise contend on.
+    @usableFromInline let locks: UnsafeMutablePointer<ShardLock>
+    @usableFromInline let states: UnsafeMutablePointer<MemoryCacheShard<Key, Value>>
+    @usableFromInline let shardCount: Int
+    @usableFromInline let readers: ReaderCounters
     /// Right shift that turns a hash into a shard index (its top bits).
     @usableFromInline let shardShift: Int
     @usableFromInline let ticks: Ticks
@@ -85,16 +68,19 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
         let shardCount = Self.shardCount(for: configuration)
         self.shardShift = Int.bitWidth - shardCount.trailingZeroBitCount
-        self.shards = ContiguousArray(
-            (0..<shardCount).map { shard in
-                Shard(
-                    MemoryCacheShard(
-                        costLimit: Self.part(of: configuration.costLimit, shard: shard, of: shardCount),
-                        countLimit: Self.part(of: configuration.countLimit, shard: shard, of: shardCount)
-                    )
+        self.shardCount = shardCount
+        self.readers = ReaderCounters(shardCount: shardCount)
+        self.locks = UnsafeMutablePointer<ShardLock>.allocate(capacity: shardCount)
+        self.states = UnsafeMutablePointer<MemoryCacheShard<Key, Value>>.allocate(capacity: shardCount)
+        for shard in 0..<shardCount {
+            (self.locks + shard).initialize(to: ShardLock())
+            (self.states + shard).initialize(
+                to: MemoryCacheShard(
+                    costLimit: Self.part(of: configuration.costLimit, shard: shard, of: shardCount),
+                    countLimit: Self.part(of: configuration.countLimit, shard: shard, of: shardCount)
                 )
-            }
-        )
+            )
+        }
         self.metrics = configuration.metrics.map(MemoryCacheMetrics.init)
         #if canImport(Darwin)
         if configuration.isTrimmingOnMemoryPressure {
@@ -109,6 +95,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         #if canImport(Darwin)
         MemoryPressureNotifier.shared.unregister(ObjectIdentifier(self))
         #endif
+        self.locks.deinitialize(count: self.shardCount)
+        self.locks.deallocate()
+        self.states.deinitialize(count: self.shardCount)
+        self.states.deallocate()
     }
 
     /// The number of shards: a power of two up to 8, fewer when the limits are small, so that
@@ -128,9 +118,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         limit / shardCount + (shard < limit % shardCount ? 1 : 0)
     }
 
+    /// The index of the shard that holds keys with this hash: its top bits.
     @inlinable
-    func shard(for hash: Int) -> Shard {
-        self.shards[Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(self.shardShift))]
+    func shardIndex(for hash: Int) -> Int {
+        Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(self.shardShift))
     }
 
     // MARK: - Reading
@@ -141,7 +132,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     public func value(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        return self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
+        let shard = self.shardIndex(for: hash)
+        if let answer = self.valueWithoutLock(forKey: key, hash: hash, shard: shard) {
+            return answer
+        }
+        return self.withExclusiveAccess(toShard: shard) { state in
             state.value(forKey: key, hash: hash, ticks: self.ticks)
         }
     }
@@ -156,7 +151,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// a hit nor a miss and does not mark the entry as used.
     public func contains(_ key: Key) -> Bool {
         let hash = key.hashValue
-        return self.shard(for: hash).state.withLock { state in
+        return self.withExclusiveAccess(toShard: self.shardIndex(for: hash)) { state in
             guard let index = state.find(key, hash: hash) else { return false }
             let expiry = state.entries[Int(index)].expiry
             return expiry == MemoryCacheShard<Key, Value>.never || expiry > self.ticks.read()
@@ -201,7 +196,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             lifetime = self.defaultTimeToLive
         }
         let expiry = lifetime.map { self.ticks.read().addingReportingOverflow($0).partialValue } ?? .max
-        self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
+        self.withExclusiveAccess(toShard: self.shardIndex(for: hash)) { state in
             state.set(value, forKey: key, hash: hash, cost: cost, expiry: expiry, ticks: self.ticks)
         }
     }
@@ -212,7 +207,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
-        return self.shard(for: hash).withLock(reportingTo: self.metrics) { state in
+        return self.withExclusiveAccess(toShard: self.shardIndex(for: hash)) { state in
             state.removeValue(forKey: key, hash: hash)
         }
     }
@@ -262,23 +257,35 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The number of entries held now, expired ones not yet removed included.
     public var count: Int {
-        self.shards.reduce(0) { sum, shard in sum + shard.state.withLock { $0.count } }
+        self.sumOverShards { state in state.count }
     }
 
     /// The sum of the costs of the entries held now.
     public var totalCost: Int {
-        self.shards.reduce(0) { sum, shard in sum + shard.state.withLock { $0.totalCost } }
+        self.sumOverShards { state in state.totalCost }
     }
 
     /// What the cache has done since it was created, and what it holds now.
     public var statistics: Statistics {
-        self.shards.reduce(Statistics()) { sum, shard in sum + shard.state.withLock { $0.snapshot } }
+        (0..<self.shardCount).reduce(Statistics()) { sum, shard in
+            var statistics = self.withExclusiveAccess(toShard: shard) { state in state.snapshot }
+            let counts = self.readers.counts(ofShard: shard)
+            statistics.hits += counts.hits
+            statistics.misses += counts.misses
+            return sum + statistics
+        }
     }
 
-    /// Runs `body` on each shard in turn under its lock, and reports the change to metrics.
+    private func sumOverShards(_ value: (borrowing MemoryCacheShard<Key, Value>) -> Int) -> Int {
+        (0..<self.shardCount).reduce(0) { sum, shard in
+            sum + self.withExclusiveAccess(toShard: shard) { state in value(state) }
+        }
+    }
+
+    /// Runs `body` on each shard in turn, with exclusive access.
     private func forEachShard(_ body: (inout MemoryCacheShard<Key, Value>) -> Void) {
-        for shard in self.shards {
-            shard.withLock(reportingTo: self.metrics, body)
+        for shard in 0..<self.shardCount {
+            self.withExclusiveAccess(toShard: shard, body)
         }
     }
 }

@@ -31,6 +31,18 @@ final class MemoryCacheMetrics: Sendable {
         self.count = Gauge(label: "\(label).count", factory: factory)
     }
 
+    /// Reports a hit counted outside the shard's statistics.
+    @usableFromInline
+    func recordHit() {
+        self.hits.increment()
+    }
+
+    /// Reports a miss counted outside the shard's statistics.
+    @usableFromInline
+    func recordMiss() {
+        self.misses.increment()
+    }
+
     /// Reports what one call changed in one shard.
     @usableFromInline
     func record(_ change: MemoryCacheStatistics) {

@@ -56,11 +56,11 @@ extension MemoryCacheShard {
 extension MemoryCache {
     /// Describes every broken invariant of every shard, and entries held by the wrong shard.
     func invariantViolations() -> [String] {
-        self.shards.enumerated().flatMap { number, shard in
-            shard.state.withLock { state in
-                var violations = state.invariantViolations().map { "shard \(number): \($0)" }
-                for entry in state.entries where self.shard(for: entry.hash) !== shard {
-                    violations.append("shard \(number) holds an entry of another shard")
+        (0..<self.shardCount).flatMap { index in
+            self.withExclusiveAccess(toShard: index) { state in
+                var violations = state.invariantViolations().map { "shard \(index): \($0)" }
+                for entry in state.entries where self.shardIndex(for: entry.hash) != index {
+                    violations.append("shard \(index) holds an entry of shard \(self.shardIndex(for: entry.hash))")
                 }
                 return violations
             }

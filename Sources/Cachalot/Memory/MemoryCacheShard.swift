@@ -68,18 +68,23 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline static var maximumFrequency: UInt8 { 3 }
     @usableFromInline static var never: Int64 { .max }
 
+    // What a hit touches comes first, so that it shares a cache line with the lock word before
+    // it: a hit then writes one line (the lock and the hit counter), not two.
     @usableFromInline var entries: ContiguousArray<Entry> = []
     @usableFromInline var buckets: ContiguousArray<Int32>
+    @usableFromInline var statistics = Statistics()
+    /// Entries with an expiry; while 0, no operation reads the clock.
+    @usableFromInline var expiringCount = 0
     @usableFromInline var small = Queue()
     @usableFromInline var main = Queue()
     @usableFromInline var ghost = GhostQueue()
     @usableFromInline var totalCost = 0
-    /// Entries with an expiry; while 0, no operation reads the clock.
-    @usableFromInline var expiringCount = 0
-    @usableFromInline var statistics = Statistics()
 
     @usableFromInline let costLimit: Int
     @usableFromInline let countLimit: Int
+    /// 128 bytes (two cache lines), so that a writer of one shard does not disturb readers of
+    /// the next one in memory.
+    private let padding: (SIMD64<UInt8>, SIMD64<UInt8>) = (.zero, .zero)
 
     init(costLimit: Int, countLimit: Int) {
         self.costLimit = costLimit
@@ -90,6 +95,40 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var count: Int { self.entries.count }
 
     // MARK: - Operations
+
+    /// What a read without the lock found.
+    @usableFromInline
+    enum Peek {
+        case hit(Value)
+        case miss
+        /// The read must change the shard: record a read, or remove an expired entry.
+        case needsExclusiveAccess
+    }
+
+    /// Looks `key` up in the shard at `state` without changing anything. An entry whose read
+    /// counter is already at its cap has nothing to record, so the hit needs no lock; the other
+    /// hits, and expired entries, need exclusive access.
+    ///
+    /// It reads through the pointer, element by element: a method on the shard value would copy
+    /// it, retaining its arrays, which is a write to memory that every reader shares.
+    @inlinable
+    static func peek(_ state: UnsafePointer<Self>, forKey key: Key, hash: Int, ticks: Ticks) -> Peek {
+        let mask = state.pointee.buckets.count - 1
+        var bucket = hash & mask
+        while true {
+            let index = Int(state.pointee.buckets[bucket])
+            if index == Int(Self.none) { return .miss }
+            if state.pointee.entries[index].hash == hash && state.pointee.entries[index].key == key {
+                guard state.pointee.entries[index].frequency == Self.maximumFrequency else {
+                    return .needsExclusiveAccess
+                }
+                let expiry = state.pointee.entries[index].expiry
+                if expiry != Self.never, expiry <= ticks.read() { return .needsExclusiveAccess }
+                return .hit(state.pointee.entries[index].value)
+            }
+            bucket = (bucket + 1) & mask
+        }
+    }
 
     /// Returns the live value for `key`, counting a hit or a miss; an expired entry is removed.
     @inlinable
@@ -284,9 +323,8 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let position = Int(index)
         self.unlink(index)
         self.deleteBucket(self.bucket(of: index))
-        let removed = self.entries[position]
-        self.totalCost -= removed.cost
-        self.adjustExpiring(from: removed.expiry, to: Self.never)
+        self.totalCost -= self.entries[position].cost
+        self.adjustExpiring(from: self.entries[position].expiry, to: Self.never)
         switch reason {
         case .cost?: self.statistics.evictions.cost &+= 1
         case .count?: self.statistics.evictions.count &+= 1
@@ -295,28 +333,26 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         case nil: break
         }
         let last = Int32(truncatingIfNeeded: self.entries.count - 1)
-        if index != last {
-            // Move the last entry into the hole, and point its bucket and neighbours at it.
-            self.buckets[self.bucket(of: last)] = index
-            self.entries.swapAt(position, Int(last))
-            let (older, newer) = (self.entries[position].older, self.entries[position].newer)
-            let isInMainQueue = self.entries[position].isInMainQueue
-            if older != Self.none {
-                self.entries[Int(older)].newer = index
-            } else if isInMainQueue {
-                self.main.tail = index
-            } else {
-                self.small.tail = index
-            }
-            if newer != Self.none {
-                self.entries[Int(newer)].older = index
-            } else if isInMainQueue {
-                self.main.head = index
-            } else {
-                self.small.head = index
-            }
+        guard index != last else { return self.entries.removeLast() }
+        // Move the last entry into the hole, and point its bucket and neighbours at it.
+        self.buckets[self.bucket(of: last)] = index
+        let moved = self.entries.removeLast()
+        let removed = self.entries[position]
+        self.entries[position] = moved
+        if moved.older != Self.none {
+            self.entries[Int(moved.older)].newer = index
+        } else if moved.isInMainQueue {
+            self.main.tail = index
+        } else {
+            self.small.tail = index
         }
-        self.entries.removeLast()
+        if moved.newer != Self.none {
+            self.entries[Int(moved.newer)].older = index
+        } else if moved.isInMainQueue {
+            self.main.head = index
+        } else {
+            self.small.head = index
+        }
         return removed
     }
 
