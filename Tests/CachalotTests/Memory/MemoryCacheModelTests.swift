@@ -115,6 +115,39 @@ struct MemoryCacheModelTests {
         #expect(cache.invariantViolations().isEmpty)
     }
 
+    @Test("readers of hot keys racing writers never see another key's value, and counts add up")
+    func readersRaceWriters() async throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(costLimit: 1 << 40, countLimit: 4_096))
+        for key in 0..<64 { try cache.set(key * 1_000, forKey: key) }
+        let reads = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var random = SeededGenerator(seed: UInt64(100 + task))
+                    var reads = 0
+                    for step in 0..<30_000 {
+                        let key = Int.random(in: 0..<64, using: &random)
+                        if task < 2, step % 3 == 0 {
+                            // Writers: replace, remove and put back hot keys.
+                            if step % 9 == 0 {
+                                cache.removeValue(forKey: key)
+                            } else {
+                                try? cache.set(key * 1_000 + step % 1_000, forKey: key)
+                            }
+                        } else {
+                            reads += 1
+                            if let value = cache.value(forKey: key) { #expect(value / 1_000 == key) }
+                        }
+                    }
+                    return reads
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        let statistics = cache.statistics
+        #expect(statistics.hits + statistics.misses == reads)
+        #expect(cache.invariantViolations().isEmpty)
+    }
+
     @Test("metrics report hits, misses, insertions, evictions by reason, cost and count")
     func metricsAreReported() throws {
         let metrics = TestMetrics()
@@ -124,7 +157,10 @@ struct MemoryCacheModelTests {
             clock: clock
         )
         for key in 0..<100 { try cache.set(key, forKey: key, cost: 2) }
-        for key in 0..<100 { _ = cache.value(forKey: key) }
+        // Five reads each: the later ones are counted without the lock, and must be reported too.
+        for _ in 0..<5 {
+            for key in 0..<100 { _ = cache.value(forKey: key) }
+        }
         try cache.set(1_000, forKey: 1_000, timeToLive: .seconds(1))
         clock.advance(by: .seconds(1))
         _ = cache.value(forKey: 1_000)

@@ -315,6 +315,45 @@ struct MemoryCacheTests {
         #expect(cache.contains(0))
     }
 
+    // MARK: - Reads without the lock
+
+    @Test("hits on entries read often, and misses, are counted exactly")
+    func lockFreeHitsAreCounted() throws {
+        let cache = try self.makeCache(costLimit: 1 << 40)
+        for key in 0..<100 { try cache.set(key, forKey: key) }
+        // The first three reads of a key record its reads under the lock; later ones need no lock.
+        for _ in 0..<10 {
+            for key in 0..<100 { #expect(cache.value(forKey: key) == key) }
+        }
+        for key in 100..<150 { #expect(cache.value(forKey: key) == nil) }
+        let statistics = cache.statistics
+        #expect(statistics.hits == 1_000)
+        #expect(statistics.misses == 50)
+    }
+
+    @Test("an expired entry is not returned, even when its reads need no recording")
+    func expiredEntryIsNotReturnedWithoutLock() throws {
+        let clock = ManualClock()
+        let cache = try self.makeCache(clock: clock)
+        try cache.set(1, forKey: 1, timeToLive: .seconds(10))
+        for _ in 0..<5 { #expect(cache.value(forKey: 1) == 1) }
+        clock.advance(by: .seconds(10))
+        #expect(cache.value(forKey: 1) == nil)
+        #expect(cache.statistics.evictions.expiry == 1)
+        #expect(cache.count == 0)
+    }
+
+    @Test("a value replaced after its reads saturated is read as the new value")
+    func replacedValueIsReadWithoutLock() throws {
+        let cache = try self.makeCache()
+        try cache.set(1, forKey: 7)
+        for _ in 0..<5 { _ = cache.value(forKey: 7) }
+        try cache.set(2, forKey: 7)
+        #expect(cache.value(forKey: 7) == 2)
+        cache.removeValue(forKey: 7)
+        #expect(cache.value(forKey: 7) == nil)
+    }
+
     // MARK: - Statistics
 
     @Test("statistics count every hit, miss, insertion and eviction exactly")
