@@ -16,13 +16,13 @@ import Synchronization
 /// **Limits.** The total cost and the number of entries are within the configured limits when
 /// each call returns. A value whose cost is above `costLimit × maximumEntryShare` is not kept.
 ///
-/// **Eviction.** The cache evicts with S3-FIFO (see the article *How the memory tier works*),
+/// **Eviction.** The cache evicts with S3-FIFO (see <doc:MemoryTier>),
 /// which keeps more hits than LRU on skewed workloads and is not flushed by one-time scans.
 ///
 /// **Concurrency.** The entries are split into up to eight shards by key hash, each with its own
 /// lock and an equal part of the limits, so the limits hold at every instant. A hit does not take
 /// the lock and writes no memory that another thread reads, so threads reading the cache do not
-/// slow each other down; see ``ReaderCounters`` for how readers and writers stay apart.
+/// slow each other down; <doc:MemoryTier> tells how readers and writers stay apart.
 ///
 /// **Expiry.** Entries can expire after a time-to-live, measured with the clock you inject.
 /// An expired entry is never returned; it is removed when it is found or when it would be
