@@ -30,10 +30,12 @@ struct ReaderCounters: ~Copyable {
     @usableFromInline let counters: UnsafeMutablePointer<Atomic<Int>>
 
     /// Makes counters for `shardCount` shards, with twice as many slots as the machine has
-    /// processors (a power of two, at most 64).
+    /// processors, and at least 8 (a power of two, at most 64). Threads are numbered in turn, so
+    /// two threads share a slot only when more threads than slots have read; sharing is correct,
+    /// only slower. A writer reads every slot, so more slots make writes dearer.
     init(shardCount: Int) {
         let processors = ProcessInfo.processInfo.activeProcessorCount
-        var slotCount = 2
+        var slotCount = 8
         while slotCount < 2 * processors, slotCount < 64 { slotCount *= 2 }
         self.slotCount = slotCount
         let perSpan = 128 / MemoryLayout<Atomic<Int>>.stride
