@@ -15,13 +15,15 @@ let package = Package(
         .library(name: "CachalotTesting", targets: ["CachalotTesting"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0")
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         .target(
             name: "Cachalot",
             dependencies: [
-                .product(name: "CoreMetrics", package: "swift-metrics")
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),

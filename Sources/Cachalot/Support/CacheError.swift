@@ -17,6 +17,8 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case invalidConfiguration
             case invalidArgument
+            case fileSystem
+            case outOfSpace
         }
 
         private let base: Base
@@ -29,11 +31,17 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidConfiguration = Code(.invalidConfiguration)
         /// An argument passed to a cache operation is out of its allowed range.
         public static let invalidArgument = Code(.invalidArgument)
+        /// A file-system call failed; ``CacheError/path`` and ``CacheError/errno`` say where and why.
+        public static let fileSystem = Code(.fileSystem)
+        /// The file system is full (or the user's quota is used up); nothing was written.
+        public static let outOfSpace = Code(.outOfSpace)
 
         public var description: String {
             switch self.base {
             case .invalidConfiguration: "invalid configuration"
             case .invalidArgument: "invalid argument"
+            case .fileSystem: "file system error"
+            case .outOfSpace: "out of space"
             }
         }
     }
@@ -42,11 +50,17 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Code
     /// A sentence that says what was wrong and what to do about it.
     public let message: String
+    /// The file or directory involved, for file-system errors.
+    public let path: String?
+    /// The operating system's error number, for file-system errors.
+    public let errno: Int32?
 
     @usableFromInline
-    init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message
+        self.path = path
+        self.errno = errno
     }
 
     public var description: String {

@@ -1,0 +1,320 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A cache of bytes in a directory: persistent across launches, within its size limit whenever a
+/// call returns, safe against crashes, and shared safely by several processes.
+///
+/// ```swift
+/// let cache = try DiskCache(directory: URL(filePath: "/var/cache/myapp"))
+/// try cache.set(imageData, forKey: url.absoluteString, metadata: responseHead)
+/// if let entry = try cache.entry(forKey: url.absoluteString) { use(entry.data, entry.metadata) }
+/// ```
+///
+/// **Layout.** Each entry is one file, `entries/<first two hex digits>/<SHA-256 of the key>`,
+/// holding a checked header, the key, the metadata and the body. An append-only journal records
+/// which entries exist, their sizes and their order of use; every process replays it.
+///
+/// **Never a wrong answer.** Files are written under a temporary name and renamed into place,
+/// so a reader sees the old file or the new one. A get checks the file's size against its
+/// header, the header's checksum and the key; a truncated, damaged or foreign file is read as
+/// no entry and removed.
+///
+/// **Limits.** A set evicts least recently used entries until the total size and count are
+/// within the limits before it returns; opening a cache applies the limits too.
+///
+/// **Processes.** Changes are made under an exclusive `flock` on the directory's lock file,
+/// after reading what other processes appended to the journal. Before a writer renames or
+/// removes files, it records its intent; if it dies before it commits, the next writer finds the
+/// open intent and records what the files really hold.
+///
+/// Gets take no lock and write nothing but an in-memory note of the access, which the next
+/// change writes to the journal.
+public final class DiskCache: Sendable {
+    /// An entry read back from the cache.
+    public struct Entry: Hashable, Sendable {
+        /// The key it was stored under.
+        public var key: String
+        /// The bytes stored.
+        public var data: Data
+        /// The metadata stored with them.
+        public var metadata: Data
+        /// When it was stored.
+        public var created: Date
+    }
+
+    /// What the cache knows of an entry without reading it, for listings.
+    public struct EntryInfo: Hashable, Sendable {
+        /// The key it was stored under.
+        public var key: String
+        /// The size of its file in bytes: body, metadata, key and header.
+        public var size: Int
+        /// When it was stored.
+        public var created: Date
+        /// When it was last read or stored, as far as the journal knows.
+        public var lastAccessed: Date
+    }
+
+    /// The directory that holds the cache.
+    public let directory: URL
+    /// The configuration the cache was opened with.
+    public let configuration: Configuration
+
+    private let store: DiskStore
+    private let state: Mutex<DiskStore.State>
+    /// Accesses noted by gets, written to the journal by the next change.
+    private let accesses = Mutex<[JournalRecord]>([])
+
+    /// Opens the cache in `directory`, creating the directory if needed, and applies the limits.
+    ///
+    /// - Parameters:
+    ///   - directory: Where the cache lives. It is created with permissions 0700.
+    ///   - configuration: Limits and durability; see ``Configuration`` for the defaults.
+    ///   - now: The wall clock that dates entries. Default: the system's. Tests inject their own.
+    /// - Throws: ``CacheError`` if the configuration is invalid or the directory cannot be used.
+    public init(
+        directory: URL,
+        configuration: Configuration = Configuration(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(CacheError) {
+        try configuration.validate()
+        self.directory = directory
+        self.configuration = configuration
+        self.store = DiskStore(root: directory.standardizedFileURL.path, configuration: configuration, now: now)
+        self.state = Mutex(try self.store.open())
+    }
+
+    deinit {
+        try? self.flushAccesses()
+        self.state.withLock { state in
+            state.journal.close()
+            FileIO.closeDescriptor(state.lockDescriptor)
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The bytes stored for `key`, or `nil`.
+    public func data(forKey key: String) throws(CacheError) -> Data? {
+        try self.entry(forKey: key)?.data
+    }
+
+    /// The entry stored for `key` with its metadata, or `nil`.
+    ///
+    /// - Throws: ``CacheError`` if the file exists but cannot be read (permissions, I/O error).
+    ///   A damaged file is not an error: it is removed and `nil` is returned.
+    public func entry(forKey key: String) throws(CacheError) -> Entry? {
+        let digest = KeyDigest(key: key)
+        let path = self.store.path(of: digest)
+        switch try EntryFile.read(path, expectedKey: key) {
+        case .missing:
+            return nil
+        case .invalid:
+            try self.removeIfInvalid(digest)
+            return nil
+        case .valid(let contents):
+            let nanoseconds = self.store.nanoseconds(self.store.now())
+            if self.store.isExpired(created: contents.created, now: nanoseconds) {
+                try self.remove([digest])
+                return nil
+            }
+            try self.noteAccess(digest, at: nanoseconds)
+            return Entry(
+                key: contents.key,
+                data: contents.body,
+                metadata: contents.metadata,
+                created: DiskStore.date(contents.created)
+            )
+        }
+    }
+
+    /// Whether a whole, unexpired entry is stored for `key`. Does not count as a use.
+    public func contains(_ key: String) throws(CacheError) -> Bool {
+        let digest = KeyDigest(key: key)
+        guard case .valid(let contents) = try EntryFile.readPrefix(self.store.path(of: digest)), contents.key == key
+        else {
+            return false
+        }
+        return !self.store.isExpired(created: contents.created, now: self.store.nanoseconds(self.store.now()))
+    }
+
+    // MARK: - Writing
+
+    /// Stores `data` and `metadata` for `key`, replacing any entry, then evicts least recently
+    /// used entries until the limits hold.
+    ///
+    /// An entry larger than the whole size limit is not stored, and any entry stored before for
+    /// `key` is removed, so a get never returns an outdated value.
+    ///
+    /// - Throws: ``CacheError/Code/outOfSpace`` if the disk is full, other ``CacheError``s if the
+    ///   directory cannot be written. Nothing partial is left behind, and the previous entry for
+    ///   `key`, if any, is still there.
+    public func set(_ data: Data, forKey key: String, metadata: Data = Data()) throws(CacheError) {
+        let digest = KeyDigest(key: key)
+        let created = self.store.nanoseconds(self.store.now())
+        let prefix = EntryFile.prefix(key: key, metadata: metadata, bodyLength: data.count, created: created)
+        let size = prefix.count + data.count
+        guard size <= self.configuration.sizeLimit else {
+            try self.remove([digest])
+            return
+        }
+        let temporary = try self.store.writeTemporaryFile(prefix, data)
+        do {
+            try self.transaction { state throws(CacheError) in
+                try self.store.append([.intent([digest])], to: &state)
+                try self.store.moveIntoPlace(temporary, digest)
+                try self.store.append(
+                    [.set(digest, key: key, size: size, created: created, accessed: created), .commit],
+                    to: &state
+                )
+                try self.store.evictToLimits(&state)
+            }
+        } catch {
+            _ = try? FileIO.removeFile(temporary)
+            throw error
+        }
+    }
+
+    /// Removes the entry for `key`; returns whether there was one.
+    @discardableResult
+    public func removeValue(forKey key: String) throws(CacheError) -> Bool {
+        let digest = KeyDigest(key: key)
+        return try self.transaction { state throws(CacheError) in
+            let existed = state.index.entry(for: digest) != nil
+            try self.store.remove([digest], &state)
+            return existed
+        }
+    }
+
+    /// Removes every entry, and any stray file in the entries directory.
+    public func removeAll() throws(CacheError) {
+        try self.transaction { state throws(CacheError) in
+            try self.store.remove(state.index.entries.map(\.digest), &state)
+            let entries = self.store.root + "/entries"
+            for directory in try FileIO.names(in: entries) {
+                for name in try FileIO.names(in: "\(entries)/\(directory)") {
+                    try FileIO.removeFile("\(entries)/\(directory)/\(name)")
+                }
+            }
+            try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
+        }
+    }
+
+    /// Removes the entries stored before `date`; returns how many.
+    @discardableResult
+    public func removeEntries(createdBefore date: Date) throws(CacheError) -> Int {
+        let limit = self.store.nanoseconds(date)
+        return try self.removeEntries { $0.created < limit }
+    }
+
+    /// Removes the entries not read or stored since `date`; returns how many.
+    @discardableResult
+    public func removeEntries(notAccessedSince date: Date) throws(CacheError) -> Int {
+        let limit = self.store.nanoseconds(date)
+        return try self.removeEntries { $0.accessed < limit }
+    }
+
+    /// Evicts least recently used entries until the total size is at most `size`; returns how many.
+    @discardableResult
+    public func trim(toSize size: Int) throws(CacheError) -> Int {
+        guard size >= 0 else { throw .invalidArgument("The size to trim to must not be negative (got \(size)).") }
+        return try self.transaction { state throws(CacheError) in
+            let victims = state.index.victims(toFitSize: size, count: .max)
+            try self.store.remove(victims, &state)
+            return victims.count
+        }
+    }
+
+    // MARK: - Inspecting
+
+    /// The total size of the entries' files, in bytes.
+    public var totalSize: Int {
+        get throws(CacheError) { try self.transaction { state in state.index.totalSize } }
+    }
+
+    /// The number of entries.
+    public var count: Int {
+        get throws(CacheError) { try self.transaction { state in state.index.count } }
+    }
+
+    /// Every entry, least recently used first.
+    public func entries() throws(CacheError) -> [EntryInfo] {
+        try self.transaction { state in
+            state.index.entriesByUse.map { entry in
+                EntryInfo(
+                    key: entry.key,
+                    size: entry.size,
+                    created: DiskStore.date(entry.created),
+                    lastAccessed: DiskStore.date(entry.accessed)
+                )
+            }
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` with the in-process lock and the directory's lock held, after catching up with
+    /// the journal and writing the accesses noted since the last change.
+    private func transaction<Result: Sendable>(
+        _ body: (inout DiskStore.State) throws(CacheError) -> Result
+    ) throws(CacheError) -> Result {
+        let accesses = self.accesses.withLock { accesses in
+            defer { accesses.removeAll() }
+            return accesses
+        }
+        return try self.state.withLock { state throws(CacheError) -> Result in
+            try FileIO.lockExclusively(state.lockDescriptor, path: self.store.root + "/lock")
+            defer { FileIO.unlock(state.lockDescriptor) }
+            try self.store.catchUp(&state)
+            try self.store.append(accesses, to: &state)
+            let result = try body(&state)
+            try self.store.compactIfLarge(&state)
+            return result
+        }
+    }
+
+    private func remove(_ digests: [KeyDigest]) throws(CacheError) {
+        try self.transaction { state throws(CacheError) in try self.store.remove(digests, &state) }
+    }
+
+    private func removeEntries(where isMatch: @escaping (DiskIndex.Entry) -> Bool) throws(CacheError) -> Int {
+        try self.transaction { state throws(CacheError) in
+            let digests = state.index.digests(where: isMatch)
+            try self.store.remove(digests, &state)
+            return digests.count
+        }
+    }
+
+    /// Removes the file of `digest` if it is still not a whole entry of its own.
+    private func removeIfInvalid(_ digest: KeyDigest) throws(CacheError) {
+        try self.transaction { state throws(CacheError) in
+            if case .valid(let contents) = try EntryFile.readPrefix(self.store.path(of: digest)),
+                KeyDigest(key: contents.key) == digest
+            {
+                return  // replaced by a whole entry in the meantime
+            }
+            try self.store.remove([digest], &state)
+        }
+    }
+
+    // MARK: - Accesses
+
+    private func noteAccess(_ digest: KeyDigest, at nanoseconds: Int64) throws(CacheError) {
+        let pending = self.accesses.withLock { accesses in
+            accesses.append(.access(digest, accessed: nanoseconds))
+            return accesses.count
+        }
+        if pending >= 1024 { try self.flushAccesses() }
+    }
+
+    private func flushAccesses() throws(CacheError) {
+        try self.transaction { _ in }
+    }
+}

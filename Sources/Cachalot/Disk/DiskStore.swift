@@ -1,0 +1,265 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The disk cache's directory, journal and index, and every step that changes them. Its
+/// methods take the state as `inout`: ``DiskCache`` calls them with its locks held.
+struct DiskStore: Sendable {
+    /// What the process knows of the directory; guarded by ``DiskCache``'s mutex and, while it
+    /// changes, by the directory's lock.
+    struct State: ~Copyable {
+        var journal: Journal
+        var index = DiskIndex()
+        var lockDescriptor: Int32
+    }
+
+    let root: String
+    let configuration: DiskCache.Configuration
+    let now: @Sendable () -> Date
+    private let temporaryNumbers = Counter()
+
+    init(root: String, configuration: DiskCache.Configuration, now: @escaping @Sendable () -> Date) {
+        self.root = root
+        self.configuration = configuration
+        self.now = now
+    }
+
+    /// Opens the directory: creates what is missing, replays the journal (or rebuilds it from the
+    /// files if it was lost), removes leftovers, and applies the limits.
+    func open() throws(CacheError) -> State {
+        try Self.makeDirectories(self.root)
+        let lockPath = self.root + "/lock"
+        let lockDescriptor = try FileIO.openForUpdate(lockPath)
+        do {
+            try FileIO.lockExclusively(lockDescriptor, path: lockPath)
+            defer { FileIO.unlock(lockDescriptor) }
+            let journal = try Journal(path: self.root + "/journal")
+            let isNew = try journal.isEmpty
+            var state = State(journal: journal, lockDescriptor: lockDescriptor)
+            try self.catchUp(&state)
+            if isNew { try self.rebuildFromFiles(&state) }
+            try self.removeLeftoverTemporaryFiles()
+            try self.removeExpired(&state)
+            try self.evictToLimits(&state)
+            return state
+        } catch {
+            FileIO.closeDescriptor(lockDescriptor)
+            throw error
+        }
+    }
+
+    /// Applies what other processes appended, starts over if the journal was rewritten, and
+    /// settles an intent whose writer died before committing it.
+    func catchUp(_ state: inout State) throws(CacheError) {
+        if try state.journal.isReplaced() {
+            try state.journal.reopen()
+            state.index = DiskIndex()
+        }
+        for record in try state.journal.readNew() {
+            state.index.apply(record)
+        }
+        // The lock is held: whoever wrote an uncommitted intent is gone (or failed here).
+        if let digests = state.index.openIntent {
+            try self.settle(digests, &state)
+        }
+    }
+
+    /// Records what the files of `digests` really hold, then commits.
+    func settle(_ digests: [KeyDigest], _ state: inout State) throws(CacheError) {
+        var records: [JournalRecord] = []
+        let now = self.nanoseconds(self.now())
+        for digest in digests {
+            let path = self.path(of: digest)
+            switch try EntryFile.readPrefix(path) {
+            case .valid(let contents) where KeyDigest(key: contents.key) == digest:
+                let accessed = state.index.entry(for: digest)?.accessed ?? now
+                records.append(
+                    .set(
+                        digest,
+                        key: contents.key,
+                        size: contents.fileSize,
+                        created: contents.created,
+                        accessed: accessed
+                    )
+                )
+            case .valid, .invalid:
+                try FileIO.removeFile(path)
+                records.append(.remove(digest))
+            case .missing:
+                records.append(.remove(digest))
+            }
+        }
+        records.append(.commit)
+        try self.append(records, to: &state)
+    }
+
+    func append(_ records: [JournalRecord], to state: inout State) throws(CacheError) {
+        guard !records.isEmpty else { return }
+        try state.journal.append(records)
+        for record in records {
+            state.index.apply(record)
+        }
+    }
+
+    /// Removes the files of `digests` and records it, under an intent.
+    func remove(_ digests: [KeyDigest], _ state: inout State) throws(CacheError) {
+        guard !digests.isEmpty else { return }
+        try self.append([.intent(digests)], to: &state)
+        for digest in digests {
+            try FileIO.removeFile(self.path(of: digest))
+        }
+        try self.append(digests.map { .remove($0) } + [.commit], to: &state)
+        if self.configuration.isDurable {
+            try FileIO.synchronizeDirectory(self.root + "/entries")
+        }
+    }
+
+    func evictToLimits(_ state: inout State) throws(CacheError) {
+        let victims = state.index.victims(
+            toFitSize: self.configuration.sizeLimit,
+            count: self.configuration.countLimit ?? .max
+        )
+        try self.remove(victims, &state)
+    }
+
+    func removeExpired(_ state: inout State) throws(CacheError) {
+        guard self.configuration.maximumAge != nil else { return }
+        let now = self.nanoseconds(self.now())
+        try self.remove(state.index.digests { self.isExpired(created: $0.created, now: now) }, &state)
+    }
+
+    /// Rewrites the journal when it holds more than four times what the live entries need.
+    func compactIfLarge(_ state: inout State) throws(CacheError) {
+        let live = state.index.count * 160 + 4096
+        guard state.journal.offset > 1 << 20, state.journal.offset > 4 * live, state.index.openIntent == nil else {
+            return
+        }
+        try state.journal.rewrite(with: state.index.compacted, durably: self.configuration.isDurable)
+    }
+
+    // MARK: - Files
+
+    func path(of digest: KeyDigest) -> String {
+        let name = digest.hexadecimal
+        return "\(self.root)/entries/\(name.prefix(2))/\(name)"
+    }
+
+    static func makeDirectories(_ root: String) throws(CacheError) {
+        try FileIO.makeDirectory(root)
+        try FileIO.makeDirectory(root + "/tmp")
+        try FileIO.makeDirectory(root + "/entries")
+    }
+
+    /// Writes the whole entry to a new temporary file and returns its path.
+    func writeTemporaryFile(_ prefix: [UInt8], _ body: Data) throws(CacheError) -> String {
+        let number = self.temporaryNumbers.next()
+        let path = "\(self.root)/tmp/\(getpid())-\(number)-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor: Int32
+        do {
+            descriptor = try FileIO.create(path)
+        } catch  where error.errno == ENOENT {
+            // The directory was deleted under us: make it again.
+            try Self.makeDirectories(self.root)
+            descriptor = try FileIO.create(path)
+        }
+        defer { FileIO.closeDescriptor(descriptor) }
+        do throws(CacheError) {
+            try FileIO.writeAll(descriptor, prefix, at: nil, path: path)
+            var failure: CacheError?
+            body.withUnsafeBytes { bytes in
+                do throws(CacheError) { try FileIO.writeAll(descriptor, bytes, path: path) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            if self.configuration.isDurable { try FileIO.synchronize(descriptor, path: path) }
+        } catch {
+            _ = try? FileIO.removeFile(path)
+            throw error
+        }
+        return path
+    }
+
+    func moveIntoPlace(_ temporary: String, _ digest: KeyDigest) throws(CacheError) {
+        let destination = self.path(of: digest)
+        do {
+            try FileIO.move(temporary, to: destination)
+        } catch  where error.errno == ENOENT {
+            try FileIO.makeDirectory((destination as NSString).deletingLastPathComponent)
+            try FileIO.move(temporary, to: destination)
+        }
+        if self.configuration.isDurable {
+            try FileIO.synchronizeDirectory((destination as NSString).deletingLastPathComponent)
+        }
+    }
+
+    /// Removes temporary files left by writers that are gone: this process's earlier lives and
+    /// processes that no longer run. Files of live processes are theirs to finish.
+    func removeLeftoverTemporaryFiles() throws(CacheError) {
+        let directory = self.root + "/tmp"
+        for name in try FileIO.names(in: directory) {
+            let owner = name.split(separator: "-").first.flatMap { Int32($0) }
+            if let owner, owner != getpid(), kill(owner, 0) == 0 || errno == EPERM { continue }
+            if owner == getpid() { continue }
+            try FileIO.removeFile("\(directory)/\(name)")
+        }
+    }
+
+    /// Rebuilds the journal from the entry files, for a directory whose journal was lost. The
+    /// only directory scan the cache ever makes.
+    func rebuildFromFiles(_ state: inout State) throws(CacheError) {
+        let entries = self.root + "/entries"
+        var records: [JournalRecord] = []
+        for directory in try FileIO.names(in: entries) {
+            for name in try FileIO.names(in: "\(entries)/\(directory)") {
+                let path = "\(entries)/\(directory)/\(name)"
+                guard let digest = KeyDigest(hexadecimal: Substring(name)),
+                    case .valid(let contents) = try EntryFile.readPrefix(path),
+                    KeyDigest(key: contents.key) == digest
+                else {
+                    try FileIO.removeFile(path)
+                    continue
+                }
+                records.append(
+                    .set(
+                        digest,
+                        key: contents.key,
+                        size: contents.fileSize,
+                        created: contents.created,
+                        accessed: contents.created
+                    )
+                )
+            }
+        }
+        try self.append(records, to: &state)
+    }
+
+    // MARK: - Dates
+
+    func isExpired(created: Int64, now: Int64) -> Bool {
+        guard let maximumAge = self.configuration.maximumAge else { return false }
+        return now - created >= Ticks.nanoseconds(maximumAge)
+    }
+
+    func nanoseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1e9).rounded())
+    }
+
+    static func date(_ nanoseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
+    }
+}
+
+/// A thread-safe counter for temporary file names.
+private final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func next() -> Int {
+        self.value.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+}

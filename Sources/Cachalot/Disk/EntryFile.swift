@@ -1,0 +1,168 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file of one disk-cache entry: a header, the key, the metadata, then the body.
+///
+/// ```
+/// offset  size  field
+///      0     4  magic "CCH1"
+///      4     4  key length (UInt32, little-endian, as every number here)
+///      8     4  metadata length
+///     12     4  flags (0; reserved)
+///     16     8  body length
+///     24     8  created, nanoseconds since 1970
+///     32     8  checksum (FNV-1a 64) of bytes 0..<32, the key and the metadata
+///     40        key (UTF-8), metadata, body
+/// ```
+///
+/// A file is whole when its size is exactly what its header adds up to and its checksum holds;
+/// it belongs to a key when the key in it is that key. Anything else is read as no entry.
+enum EntryFile {
+    static let headerSize = 40
+    static let magic: UInt32 = 0x3148_4343
+
+    /// What a file holds, read back.
+    struct Contents {
+        var key: String
+        var metadata: Data
+        var body: Data
+        var created: Int64
+        var fileSize: Int
+    }
+
+    /// The outcome of reading an entry's file.
+    enum Reading {
+        case missing
+        /// Truncated, damaged, or another key's: the caller removes it.
+        case invalid
+        case valid(Contents)
+    }
+
+    /// The header, key and metadata: everything before the body.
+    static func prefix(key: String, metadata: Data, bodyLength: Int, created: Int64) -> [UInt8] {
+        let keyBytes = Array(key.utf8)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(Self.headerSize + keyBytes.count + metadata.count)
+        func append<T: FixedWidthInteger>(_ value: T) {
+            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        append(Self.magic)
+        append(UInt32(keyBytes.count))
+        append(UInt32(metadata.count))
+        append(UInt32(0))
+        append(UInt64(bodyLength))
+        append(created)
+        let checksum = bytes.withUnsafeBytes { header in
+            keyBytes.withUnsafeBytes { key in
+                metadata.withUnsafeBytes { metadata in Checksum.of(header, key, metadata) }
+            }
+        }
+        append(checksum)
+        bytes.append(contentsOf: keyBytes)
+        bytes.append(contentsOf: metadata)
+        return bytes
+    }
+
+    /// Reads the whole entry at `path`; `expectedKey`, when given, must be the key in it.
+    static func read(_ path: String, expectedKey: String?) throws(CacheError) -> Reading {
+        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
+        defer { FileIO.closeDescriptor(descriptor) }
+        let (size, isRegular) = try FileIO.size(of: descriptor, path: path)
+        guard isRegular, size >= Self.headerSize else { return .invalid }
+        // One allocation that the body's Data then owns: no copy of the body.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+        var owned = true
+        defer { if owned { buffer.deallocate() } }
+        guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path) == size else { return .invalid }
+        guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
+        let key = String(decoding: buffer[layout.key], as: UTF8.self)
+        if let expectedKey, key != expectedKey { return .invalid }
+        let metadata = Data(buffer[layout.metadata])
+        let bodyStart = buffer.baseAddress! + layout.body.lowerBound
+        owned = false
+        let body = Data(
+            bytesNoCopy: bodyStart,
+            count: layout.body.count,
+            deallocator: .custom { _, _ in buffer.deallocate() }
+        )
+        return .valid(Contents(key: key, metadata: metadata, body: body, created: layout.created, fileSize: size))
+    }
+
+    /// Reads only the header, key and metadata of the entry at `path`, checking that the file's
+    /// size matches them; the body is not read.
+    static func readPrefix(_ path: String) throws(CacheError) -> Reading {
+        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
+        defer { FileIO.closeDescriptor(descriptor) }
+        let (size, isRegular) = try FileIO.size(of: descriptor, path: path)
+        guard isRegular, size >= Self.headerSize else { return .invalid }
+        var header = [UInt8](repeating: 0, count: Self.headerSize)
+        let read = try FileIO.readFully(descriptor, into: &header, at: 0, path: path)
+        guard read == Self.headerSize else { return .invalid }
+        let keyLength = Int(Self.number(UInt32.self, in: header, at: 4))
+        let metadataLength = Int(Self.number(UInt32.self, in: header, at: 8))
+        let prefixSize = Self.headerSize + keyLength + metadataLength
+        guard prefixSize <= size else { return .invalid }
+        var prefix = [UInt8](repeating: 0, count: prefixSize)
+        let prefixRead = try FileIO.readFully(descriptor, into: &prefix, at: 0, path: path)
+        guard prefixRead == prefixSize else { return .invalid }
+        return prefix.withUnsafeBytes { bytes in
+            guard let layout = Self.layout(of: bytes, fileSize: size) else { return .invalid }
+            return .valid(
+                Contents(
+                    key: String(decoding: bytes[layout.key], as: UTF8.self),
+                    metadata: Data(bytes[layout.metadata]),
+                    body: Data(),
+                    created: layout.created,
+                    fileSize: size
+                )
+            )
+        }
+    }
+
+    /// Where the parts lie in a file of `fileSize` bytes whose first bytes are `bytes` (at least
+    /// the header, key and metadata), or `nil` if the header is damaged or the size is wrong.
+    private static func layout(
+        of bytes: UnsafeRawBufferPointer,
+        fileSize: Int
+    ) -> (key: Range<Int>, metadata: Range<Int>, body: Range<Int>, created: Int64)? {
+        guard bytes.count >= Self.headerSize, Self.number(UInt32.self, in: bytes, at: 0) == Self.magic else {
+            return nil
+        }
+        let keyLength = Int(Self.number(UInt32.self, in: bytes, at: 4))
+        let metadataLength = Int(Self.number(UInt32.self, in: bytes, at: 8))
+        let bodyLength = Self.number(UInt64.self, in: bytes, at: 16)
+        guard bodyLength <= UInt64(Int.max) else { return nil }
+        let keyEnd = Self.headerSize + keyLength
+        let metadataEnd = keyEnd + metadataLength
+        let (end, overflow) = metadataEnd.addingReportingOverflow(Int(bodyLength))
+        guard !overflow, end == fileSize, metadataEnd <= bytes.count else { return nil }
+        let checksum = Checksum.of(
+            UnsafeRawBufferPointer(rebasing: bytes[0..<32]),
+            UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize..<metadataEnd])
+        )
+        guard checksum == Self.number(UInt64.self, in: bytes, at: 32) else { return nil }
+        return (
+            Self.headerSize..<keyEnd, keyEnd..<metadataEnd, metadataEnd..<end,
+            Int64(bitPattern: Self.number(UInt64.self, in: bytes, at: 24))
+        )
+    }
+
+    private static func number<T: FixedWidthInteger>(
+        _ type: T.Type,
+        in bytes: UnsafeRawBufferPointer,
+        at offset: Int
+    ) -> T {
+        T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    private static func number<T: FixedWidthInteger>(_ type: T.Type, in bytes: [UInt8], at offset: Int) -> T {
+        bytes.withUnsafeBytes { Self.number(type, in: $0, at: offset) }
+    }
+}

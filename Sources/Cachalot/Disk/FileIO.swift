@@ -1,0 +1,249 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin wrappers over the POSIX calls the disk tier makes, throwing ``CacheError``s that carry
+/// the path, the error number and advice.
+///
+/// The disk tier uses POSIX calls rather than `FileManager` or `Data.write(to:)`: on Linux the
+/// latter fsyncs on every write, and listing a directory with `FileManager` costs about 40 µs
+/// an entry (see FACTS.md in the project's shared notes).
+enum FileIO {
+    /// Opens `path` for reading without following a symbolic link; `nil` if there is no file.
+    static func openForReading(_ path: String) throws(CacheError) -> Int32? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if descriptor >= 0 { return descriptor }
+        let error = errno
+        // ELOOP: the name is a symbolic link, which the cache never follows.
+        if error == ENOENT || error == ENOTDIR || error == ELOOP { return nil }
+        throw Self.error("open", path, error)
+    }
+
+    /// The size of the open file, and whether it is a regular file.
+    static func size(of descriptor: Int32, path: String) throws(CacheError) -> (size: Int, isRegular: Bool) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.error("stat", path, errno) }
+        return (Int(status.st_size), (status.st_mode & S_IFMT) == S_IFREG)
+    }
+
+    /// Reads exactly `count` bytes at `offset` into `buffer`; returns how many were there (fewer
+    /// only at the end of the file).
+    static func readFully(
+        _ descriptor: Int32,
+        into buffer: UnsafeMutableRawBufferPointer,
+        at offset: Int,
+        path: String
+    ) throws(CacheError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let result = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if result > 0 {
+                done += result
+            } else if result == 0 {
+                break
+            } else if errno != EINTR {
+                throw Self.error("read", path, errno)
+            }
+        }
+        return done
+    }
+
+    /// Writes all of `bytes` at the file's current position.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(CacheError) {
+        var done = 0
+        while done < bytes.count {
+            let result = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            if result >= 0 {
+                done += result
+            } else if errno != EINTR {
+                throw Self.error("write", path, errno)
+            }
+        }
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    static func writeAll(
+        _ descriptor: Int32,
+        _ bytes: UnsafeRawBufferPointer,
+        at offset: Int,
+        path: String
+    ) throws(CacheError) {
+        var done = 0
+        while done < bytes.count {
+            let result = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            if result >= 0 {
+                done += result
+            } else if errno != EINTR {
+                throw Self.error("write", path, errno)
+            }
+        }
+    }
+
+    /// Reads up to `bytes.count` bytes at `offset` into `bytes`; returns how many were there.
+    static func readFully(
+        _ descriptor: Int32,
+        into bytes: inout [UInt8],
+        at offset: Int,
+        path: String
+    ) throws(CacheError) -> Int {
+        var failure: CacheError?
+        let count = bytes.withUnsafeMutableBytes { buffer in
+            do throws(CacheError) { return try Self.readFully(descriptor, into: buffer, at: offset, path: path) } catch
+            {
+                failure = error
+                return 0
+            }
+        }
+        if let failure { throw failure }
+        return count
+    }
+
+    /// Writes all of `bytes` at `offset`, or at the file's current position when `offset` is nil.
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], at offset: Int?, path: String) throws(CacheError) {
+        var failure: CacheError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(CacheError) {
+                if let offset {
+                    try Self.writeAll(descriptor, buffer, at: offset, path: path)
+                } else {
+                    try Self.writeAll(descriptor, buffer, path: path)
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Creates a new file, which must not exist, readable and writable by the owner only.
+    static func create(_ path: String) throws(CacheError) -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.error("create", path, errno) }
+        return descriptor
+    }
+
+    /// Opens (creating if needed) a file for reading and writing, without following a link.
+    static func openForUpdate(_ path: String) throws(CacheError) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.error("open", path, errno) }
+        return descriptor
+    }
+
+    static func closeDescriptor(_ descriptor: Int32) {
+        _ = close(descriptor)
+    }
+
+    /// Renames `source` to `destination`, replacing it atomically.
+    static func move(_ source: String, to destination: String) throws(CacheError) {
+        guard rename(source, destination) == 0 else { throw Self.error("rename", destination, errno) }
+    }
+
+    /// Removes `path`; a missing file is not an error. Returns whether a file was removed.
+    @discardableResult
+    static func removeFile(_ path: String) throws(CacheError) -> Bool {
+        if unlink(path) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw Self.error("remove", path, errno)
+    }
+
+    static func truncate(_ descriptor: Int32, to size: Int, path: String) throws(CacheError) {
+        guard ftruncate(descriptor, off_t(size)) == 0 else { throw Self.error("truncate", path, errno) }
+    }
+
+    static func synchronize(_ descriptor: Int32, path: String) throws(CacheError) {
+        guard fsync(descriptor) == 0 else { throw Self.error("sync", path, errno) }
+    }
+
+    /// Makes a rename or removal in `directory` durable.
+    static func synchronizeDirectory(_ directory: String) throws(CacheError) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Self.error("open", directory, errno) }
+        defer { Self.closeDescriptor(descriptor) }
+        try Self.synchronize(descriptor, path: directory)
+    }
+
+    /// Creates `path` as a directory readable by the owner only, unless it is one already.
+    /// A symbolic link or a file in its place is an error.
+    static func makeDirectory(_ path: String) throws(CacheError) {
+        if mkdir(path, 0o700) == 0 { return }
+        let error = errno
+        if error == ENOENT {
+            // The parent is missing: create it first, then this one.
+            let parent = (path as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != path else { throw Self.error("create directory", path, error) }
+            try Self.makeDirectory(parent)
+            return try Self.makeDirectory(path)
+        }
+        guard error == EEXIST else { throw Self.error("create directory", path, error) }
+        var status = stat()
+        guard lstat(path, &status) == 0 else { throw Self.error("stat", path, errno) }
+        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw CacheError(
+                .fileSystem,
+                "\(path) exists but is not a directory (the cache never follows symbolic links); "
+                    + "remove it or choose another cache directory.",
+                path: path,
+                errno: ENOTDIR
+            )
+        }
+    }
+
+    /// The names in `directory`, without "." and "..", or none if it does not exist.
+    static func names(in directory: String) throws(CacheError) -> [String] {
+        guard let stream = opendir(directory) else {
+            if errno == ENOENT { return [] }
+            throw Self.error("list", directory, errno)
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Takes an exclusive advisory lock on the open file, waiting for other holders; the lock
+    /// goes when the descriptor is closed or the process ends, however it ends.
+    static func lockExclusively(_ descriptor: Int32, path: String) throws(CacheError) {
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw Self.error("lock", path, errno) }
+        }
+    }
+
+    static func unlock(_ descriptor: Int32) {
+        _ = flock(descriptor, LOCK_UN)
+    }
+
+    /// A ``CacheError`` for a failed call, with advice that fits the error number.
+    static func error(_ operation: String, _ path: String, _ number: Int32) -> CacheError {
+        let reason = String(cString: strerror(number))
+        switch number {
+        case ENOSPC, EDQUOT:
+            return CacheError(
+                .outOfSpace,
+                "Could not \(operation) \(path): \(reason). Free some disk space or lower the cache's size limit.",
+                path: path,
+                errno: number
+            )
+        case EACCES, EPERM, EROFS:
+            return CacheError(
+                .fileSystem,
+                "Could not \(operation) \(path): \(reason). Make the cache directory writable by this user, "
+                    + "or choose another one.",
+                path: path,
+                errno: number
+            )
+        default:
+            return CacheError(.fileSystem, "Could not \(operation) \(path): \(reason).", path: path, errno: number)
+        }
+    }
+}

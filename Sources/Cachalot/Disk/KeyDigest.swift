@@ -1,0 +1,73 @@
+import Crypto
+
+/// The SHA-256 digest of a cache key: the name of its entry's file and its identity in the
+/// journal. No key, however long or strange, can reach outside the cache directory or exceed a
+/// file-name limit through its digest.
+struct KeyDigest: Hashable, Sendable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    init(key: String) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let digest = SHA256.hash(data: Array(key.utf8))
+        withUnsafeMutableBytes(of: &words) { target in
+            digest.withUnsafeBytes { source in target.copyMemory(from: source) }
+        }
+        self.words = words
+    }
+
+    /// Reads a digest from its 32 raw bytes.
+    init(bytes: UnsafeRawBufferPointer) {
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { target in
+            target.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(32)))
+        }
+        self.words = words
+    }
+
+    /// Reads a digest from 64 hexadecimal digits, as in a file name; `nil` if it is not one.
+    init?(hexadecimal: Substring) {
+        guard hexadecimal.utf8.count == 64 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        var iterator = hexadecimal.utf8.makeIterator()
+        while let high = iterator.next(), let low = iterator.next() {
+            guard let high = Self.nibble(high), let low = Self.nibble(low) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        self = bytes.withUnsafeBytes { KeyDigest(bytes: $0) }
+    }
+
+    /// The 32 raw bytes.
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: self.words) { Array($0) }
+    }
+
+    /// 64 lowercase hexadecimal digits.
+    var hexadecimal: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 64) { buffer in
+            for (index, byte) in self.bytes.enumerated() {
+                buffer[2 * index] = digits[Int(byte >> 4)]
+                buffer[2 * index + 1] = digits[Int(byte & 0x0F)]
+            }
+            return 64
+        }
+    }
+
+    static func == (lhs: KeyDigest, rhs: KeyDigest) -> Bool {
+        lhs.words == rhs.words
+    }
+
+    func hash(into hasher: inout Hasher) {
+        // The digest is already uniformly distributed: one word is enough.
+        hasher.combine(self.words.0)
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}
