@@ -31,11 +31,18 @@ let package = Package(
             name: "CachalotTesting",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "CachalotTestWorker",
+            dependencies: ["Cachalot", "CachalotTesting"],
+            path: "Tests/CachalotTestWorker",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "CachalotTests",
             dependencies: [
                 "Cachalot",
                 "CachalotTesting",
+                "CachalotTestWorker",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

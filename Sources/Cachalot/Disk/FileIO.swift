@@ -149,6 +149,8 @@ enum FileIO {
     static func removeFile(_ path: String) throws(CacheError) -> Bool {
         if unlink(path) == 0 { return true }
         if errno == ENOENT { return false }
+        // A directory where a file belongs (EISDIR on Linux, EPERM on Darwin): remove it if empty.
+        if errno == EISDIR || errno == EPERM, rmdir(path) == 0 { return true }
         throw Self.error("remove", path, errno)
     }
 

@@ -1,0 +1,302 @@
+import CachalotTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Cachalot
+
+@Suite("DiskCache")
+struct DiskCacheTests {
+    /// A wall clock that moves only when told.
+    final class Calendar: Sendable {
+        private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        var now: Date { self.current.withLock { $0 } }
+        func advance(by seconds: TimeInterval) { self.current.withLock { $0 += seconds } }
+    }
+
+    let directory: TemporaryDirectory
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    func open(
+        sizeLimit: Int = 1 << 20,
+        countLimit: Int? = nil,
+        maximumAge: Duration? = nil,
+        calendar: Calendar = Calendar()
+    ) throws -> DiskCache {
+        try DiskCache(
+            directory: self.directory.url,
+            configuration: .init(sizeLimit: sizeLimit, countLimit: countLimit, maximumAge: maximumAge),
+            now: { calendar.now }
+        )
+    }
+
+    func entryPath(_ key: String) -> String {
+        let name = KeyDigest(key: key).hexadecimal
+        return "\(self.directory.path)/entries/\(name.prefix(2))/\(name)"
+    }
+
+    func fileSize(_ path: String) throws -> Int {
+        try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+    }
+
+    @Test("a set entry reads back with its metadata, and survives reopening")
+    func roundTrip() throws {
+        let cache = try self.open()
+        try cache.set(Data("hello".utf8), forKey: "https://a.example/x?y=1", metadata: Data("head".utf8))
+        let entry = try #require(try cache.entry(forKey: "https://a.example/x?y=1"))
+        #expect(entry.data == Data("hello".utf8))
+        #expect(entry.metadata == Data("head".utf8))
+        #expect(entry.key == "https://a.example/x?y=1")
+        #expect(try cache.data(forKey: "https://a.example/x?y=2") == nil)
+        let reopened = try self.open()
+        #expect(try reopened.data(forKey: "https://a.example/x?y=1") == Data("hello".utf8))
+        #expect(try reopened.count == 1)
+        #expect(try reopened.totalSize == (try self.fileSize(self.entryPath("https://a.example/x?y=1"))))
+    }
+
+    @Test("keys of any content and length stay inside the directory")
+    func strangeKeys() throws {
+        let cache = try self.open()
+        let keys = ["../../etc/passwd", "/", "", String(repeating: "ä/..", count: 5_000), "a\u{0}b"]
+        for (index, key) in keys.enumerated() { try cache.set(Data([UInt8(index)]), forKey: key) }
+        for (index, key) in keys.enumerated() { #expect(try cache.data(forKey: key) == Data([UInt8(index)])) }
+        let names = try FileManager.default.contentsOfDirectory(atPath: self.directory.path).sorted()
+        #expect(names == ["entries", "journal", "lock", "tmp"])
+    }
+
+    @Test("the size limit holds when every set returns, and the least recently used go first")
+    func sizeLimitAndLeastRecentlyUsed() throws {
+        let cache = try self.open(sizeLimit: 100_000)
+        for index in 0..<10 { try cache.set(Data(count: 9_000), forKey: "key-\(index)") }
+        _ = try cache.data(forKey: "key-0")  // now the most recently used
+        for index in 10..<40 {
+            try cache.set(Data(count: 9_000), forKey: "key-\(index)")
+            #expect(try cache.totalSize <= 100_000)
+        }
+        let keys = Set(try cache.entries().map(\.key))
+        #expect(keys.contains("key-39"))
+        #expect(!keys.contains("key-1"))
+    }
+
+    @Test("reading an entry keeps it from eviction")
+    func readingKeepsEntries() throws {
+        let cache = try self.open(sizeLimit: 50_000)
+        for index in 0..<5 { try cache.set(Data(count: 9_000), forKey: "key-\(index)") }
+        _ = try cache.data(forKey: "key-0")
+        try cache.set(Data(count: 9_000), forKey: "key-5")
+        #expect(try cache.contains("key-0"))
+        #expect(try !cache.contains("key-1"))
+    }
+
+    @Test("the count limit holds, and a lower limit is applied when the cache opens")
+    func limitsAtOpen() throws {
+        do {
+            let cache = try self.open(sizeLimit: 1 << 20, countLimit: 20)
+            for index in 0..<30 { try cache.set(Data(count: 1_000), forKey: "key-\(index)") }
+            #expect(try cache.count == 20)
+        }
+        let smaller = try self.open(sizeLimit: 5_000)
+        #expect(try smaller.totalSize <= 5_000)
+        #expect(try smaller.count == 4)
+    }
+
+    @Test("an entry larger than the whole limit is not stored, and the one before it goes")
+    func oversizedEntry() throws {
+        let cache = try self.open(sizeLimit: 10_000)
+        try cache.set(Data(count: 100), forKey: "k")
+        try cache.set(Data(count: 20_000), forKey: "k")
+        #expect(try cache.data(forKey: "k") == nil)
+        #expect(try cache.totalSize == 0)
+    }
+
+    @Test(
+        "a truncated, damaged or foreign file reads as no entry and is removed",
+        arguments: ["truncated", "damaged header", "foreign key", "empty", "directory"]
+    )
+    func damagedFiles(damage: String) throws {
+        let cache = try self.open()
+        try cache.set(Data(repeating: 7, count: 5_000), forKey: "victim")
+        try cache.set(Data(repeating: 8, count: 5_000), forKey: "other")
+        let path = self.entryPath("victim")
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        switch damage {
+        case "truncated":
+            try handle.truncate(atOffset: 4_000)
+        case "damaged header":
+            try handle.seek(toOffset: 20)
+            try handle.write(contentsOf: Data([0xFF]))
+        case "foreign key":
+            try handle.close()
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.copyItem(atPath: self.entryPath("other"), toPath: path)
+        case "empty":
+            try handle.truncate(atOffset: 0)
+        default:
+            try handle.close()
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        }
+        try? handle.close()
+        #expect(try cache.data(forKey: "victim") == nil)
+        #expect(try !cache.contains("victim"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(try cache.data(forKey: "other") == Data(repeating: 8, count: 5_000))
+    }
+
+    @Test("a symbolic link in place of an entry is never followed")
+    func symbolicLinks() throws {
+        let cache = try self.open()
+        try cache.set(Data("secret".utf8), forKey: "real")
+        try cache.set(Data("x".utf8), forKey: "link")
+        let path = self.entryPath("link")
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: self.entryPath("real"))
+        #expect(try cache.data(forKey: "link") == nil)
+    }
+
+    @Test("the directory is private to its owner, and so are the files")
+    func permissions() throws {
+        let cache = try self.open()
+        try cache.set(Data("x".utf8), forKey: "k")
+        let directoryMode = try #require(
+            FileManager.default.attributesOfItem(atPath: self.directory.path + "/entries")[.posixPermissions] as? Int
+        )
+        let fileMode = try #require(
+            FileManager.default.attributesOfItem(atPath: self.entryPath("k"))[.posixPermissions] as? Int
+        )
+        #expect(directoryMode == 0o700)
+        #expect(fileMode == 0o600)
+    }
+
+    @Test("leftover temporary files of processes that are gone are removed at open")
+    func leftoverTemporaryFiles() throws {
+        _ = try self.open()
+        let leftover = self.directory.path + "/tmp/999999999-1-1"
+        #expect(FileManager.default.createFile(atPath: leftover, contents: Data(count: 100)))
+        _ = try self.open()
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+    }
+
+    @Test("a deleted cache directory is made again by the next set")
+    func deletedDirectory() throws {
+        let cache = try self.open()
+        try cache.set(Data("a".utf8), forKey: "a")
+        try FileManager.default.removeItem(at: self.directory.url)
+        try cache.set(Data("b".utf8), forKey: "b")
+        #expect(try cache.data(forKey: "b") == Data("b".utf8))
+        #expect(try cache.data(forKey: "a") == nil)
+        #expect(try cache.count == 1)
+    }
+
+    @Test("a lost journal is rebuilt from the entry files")
+    func lostJournal() throws {
+        do {
+            let cache = try self.open()
+            for index in 0..<5 { try cache.set(Data(count: 100 + index), forKey: "key-\(index)") }
+        }
+        try FileManager.default.removeItem(atPath: self.directory.path + "/journal")
+        let cache = try self.open()
+        #expect(try cache.count == 5)
+        #expect(try cache.data(forKey: "key-3") == Data(count: 103))
+    }
+
+    @Test("a torn record at the end of the journal is cut off and nothing else is lost")
+    func tornJournal() throws {
+        do {
+            let cache = try self.open()
+            for index in 0..<5 { try cache.set(Data(count: 100), forKey: "key-\(index)") }
+        }
+        let journal = try #require(FileHandle(forUpdatingAtPath: self.directory.path + "/journal"))
+        try journal.seekToEnd()
+        try journal.write(contentsOf: Data([40, 0, 0, 0, 1, 9, 9]))
+        try journal.close()
+        let cache = try self.open()
+        #expect(try cache.count == 5)
+        try cache.set(Data(count: 10), forKey: "after")
+        #expect(try self.open().count == 6)
+    }
+
+    @Test("an intent left by a writer that died is settled by what the files hold")
+    func openIntentIsSettled() throws {
+        do {
+            let cache = try self.open()
+            try cache.set(Data("old".utf8), forKey: "k")
+        }
+        // A writer announced a change of "k", replaced the file, and died before recording it.
+        let journalPath = self.directory.path + "/journal"
+        var journal = try Journal(path: journalPath)
+        _ = try journal.readNew()
+        try journal.append([.intent([KeyDigest(key: "k")])])
+        journal.close()
+        let prefix = EntryFile.prefix(key: "k", metadata: Data(), bodyLength: 5, created: 0)
+        try Data(prefix + Array("newer".utf8)).write(to: URL(fileURLWithPath: self.entryPath("k")))
+        let cache = try self.open()
+        #expect(try cache.data(forKey: "k") == Data("newer".utf8))
+        #expect(try cache.totalSize == (try self.fileSize(self.entryPath("k"))))
+    }
+
+    @Test("entries can be removed by age of creation, by last access, by trimming, or all at once")
+    func removals() throws {
+        let calendar = Calendar()
+        let cache = try self.open(calendar: calendar)
+        for index in 0..<4 { try cache.set(Data(count: 1_000), forKey: "old-\(index)") }
+        calendar.advance(by: 3_600)
+        for index in 0..<4 { try cache.set(Data(count: 1_000), forKey: "new-\(index)") }
+        _ = try cache.data(forKey: "old-0")
+        #expect(try cache.removeEntries(notAccessedSince: calendar.now.addingTimeInterval(-60)) == 3)
+        #expect(try cache.contains("old-0"))
+        #expect(try cache.removeEntries(createdBefore: calendar.now.addingTimeInterval(-60)) == 1)
+        #expect(try cache.trim(toSize: 2_500) == 2)
+        #expect(try cache.count == 2)
+        try cache.removeAll()
+        #expect(try cache.count == 0)
+        #expect(try cache.totalSize == 0)
+        #expect(
+            try FileManager.default.subpathsOfDirectory(atPath: self.directory.path + "/entries").allSatisfy {
+                !$0.contains("/")
+            }
+        )
+    }
+
+    @Test("an entry older than the maximum age is not returned")
+    func maximumAge() throws {
+        let calendar = Calendar()
+        let cache = try self.open(maximumAge: .seconds(60), calendar: calendar)
+        try cache.set(Data("x".utf8), forKey: "k")
+        calendar.advance(by: 59)
+        #expect(try cache.data(forKey: "k") != nil)
+        calendar.advance(by: 1)
+        #expect(try cache.data(forKey: "k") == nil)
+        #expect(try cache.count == 0)
+    }
+
+    @Test(
+        "an invalid configuration is rejected with a clear error",
+        arguments: [
+            DiskCache.Configuration(sizeLimit: 0),
+            DiskCache.Configuration(countLimit: 0),
+            DiskCache.Configuration(maximumAge: .zero),
+        ]
+    )
+    func invalidConfiguration(configuration: DiskCache.Configuration) {
+        #expect {
+            _ = try DiskCache(directory: self.directory.url, configuration: configuration)
+        } throws: { error in
+            (error as? CacheError)?.code == .invalidConfiguration
+        }
+    }
+
+    @Test("a cache directory that is a file is a clear error")
+    func directoryIsAFile() throws {
+        let file = self.directory.url.appendingPathComponent("file")
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data()))
+        #expect {
+            _ = try DiskCache(directory: file)
+        } throws: { error in
+            (error as? CacheError)?.code == .fileSystem && (error as? CacheError)?.path == file.path
+        }
+    }
+}
