@@ -27,6 +27,16 @@ let package = Package(
             path: "Benchmarks/MemoryCache",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "DiskCacheBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Cachalot", package: "Cachalot"),
+                .product(name: "CachalotTesting", package: "Cachalot"),
+            ],
+            path: "Benchmarks/DiskCache",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

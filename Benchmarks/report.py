@@ -83,5 +83,49 @@ def main(path):
     print()
 
 
+def disk(results):
+    """The disk tier's tables: every DiskCache benchmark iteration does 100 calls."""
+    per = 100
+
+    def time(name, calls=per):
+        return results[name]["Time (wall clock) (ns)"] / calls
+
+    def row(*cells):
+        print("| " + " | ".join(cells) + " |")
+
+    if not any(name.endswith(": DiskCache") for name in results):
+        return
+    print("### Disk tier")
+    print()
+    row("operation", "DiskCache", "baseline", "baseline time", "ratio", "goal")
+    row("---", "---:", "---", "---:", "---:", "---")
+    for label, subject, baseline, base_label, goal in [
+        ("warm get, 32 KiB", "get 32 KiB, 1,000 entries: DiskCache",
+         "get 32 KiB: open, fstat, read, close", "open, fstat, read, close", "≤ 1.25×"),
+        ("set, 32 KiB, no fsync", "set 32 KiB, 1,000 entries: DiskCache",
+         "set 32 KiB: write to a temporary name, rename", "write to a temporary name, rename", "≤ 1.5×"),
+        ("get, 1 KB", "get 1 KB, 100,000 entries: DiskCache",
+         "get 1 KB, 1,000 entries: DiskCache", "the same at 1,000 entries", "≤ 1.3×"),
+        ("set, 1 KB", "set 1 KB, 100,000 entries: DiskCache",
+         "set 1 KB, 1,000 entries: DiskCache", "the same at 1,000 entries", "≤ 1.3×"),
+        ("get, 32 KiB", "get 32 KiB, 1,000 entries: URLCache",
+         "get 32 KiB, 1,000 entries: DiskCache", "DiskCache", "report"),
+        ("set, 32 KiB", "set 32 KiB, 1,000 entries: naive cache",
+         "set 32 KiB, 1,000 entries: DiskCache", "DiskCache", "report"),
+    ]:
+        if subject in results and baseline in results:
+            label = label if "DiskCache" in subject else f"{label} ({subject.split(': ')[1]})"
+            row(label, f"{time(subject) / 1000:.1f} µs", base_label, f"{time(baseline) / 1000:.1f} µs",
+                f"{time(subject) / time(baseline):.2f}×", goal)
+    name = "open, 100,000 entries: DiskCache"
+    if name in results:
+        print()
+        row("operation", "time (p50)", "goal")
+        row("---", "---:", "---")
+        row("open a cache of 100,000 entries", f"{time(name, 1) / 1e6:.0f} ms", "< 200 ms")
+    print()
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    disk(parse(sys.argv[1]))

@@ -37,18 +37,9 @@ import Darwin
 ///
 /// Gets take no lock and write nothing but an in-memory note of the access, which the next
 /// change writes to the journal.
-public final class DiskCache: Sendable {
+public final class DiskCache: DataCaching {
     /// An entry read back from the cache.
-    public struct Entry: Hashable, Sendable {
-        /// The key it was stored under.
-        public var key: String
-        /// The bytes stored.
-        public var data: Data
-        /// The metadata stored with them.
-        public var metadata: Data
-        /// When it was stored.
-        public var created: Date
-    }
+    public typealias Entry = DataCacheEntry
 
     /// What the cache knows of an entry without reading it, for listings.
     public struct EntryInfo: Hashable, Sendable {
@@ -67,7 +58,7 @@ public final class DiskCache: Sendable {
     /// The configuration the cache was opened with.
     public let configuration: Configuration
 
-    private let store: DiskStore
+    let store: DiskStore
     private let state: Mutex<DiskStore.State>
     /// Accesses noted by gets, written to the journal by the next change.
     private let accesses = Mutex<[JournalRecord]>([])
@@ -100,11 +91,6 @@ public final class DiskCache: Sendable {
     }
 
     // MARK: - Reading
-
-    /// The bytes stored for `key`, or `nil`.
-    public func data(forKey key: String) throws(CacheError) -> Data? {
-        try self.entry(forKey: key)?.data
-    }
 
     /// The entry stored for `key` with its metadata, or `nil`.
     ///
@@ -156,7 +142,7 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError/Code/outOfSpace`` if the disk is full, other ``CacheError``s if the
     ///   directory cannot be written. Nothing partial is left behind, and the previous entry for
     ///   `key`, if any, is still there.
-    public func set(_ data: Data, forKey key: String, metadata: Data = Data()) throws(CacheError) {
+    public func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {
         let digest = KeyDigest(key: key)
         let created = self.store.nanoseconds(self.store.now())
         let prefix = EntryFile.prefix(key: key, metadata: metadata, bodyLength: data.count, created: created)
@@ -166,6 +152,12 @@ public final class DiskCache: Sendable {
             return
         }
         let temporary = try self.store.writeTemporaryFile(prefix, data)
+        try self.commit(temporary, digest: digest, key: key, size: size, created: created)
+    }
+
+    /// Renames a complete temporary file into place as the entry for `key`, records it, and
+    /// evicts until the limits hold. On failure the temporary file is removed.
+    func commit(_ temporary: String, digest: KeyDigest, key: String, size: Int, created: Int64) throws(CacheError) {
         do {
             try self.transaction { state throws(CacheError) in
                 try self.store.append([.intent([digest])], to: &state)
@@ -280,7 +272,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    private func remove(_ digests: [KeyDigest]) throws(CacheError) {
+    func remove(_ digests: [KeyDigest]) throws(CacheError) {
         try self.transaction { state throws(CacheError) in try self.store.remove(digests, &state) }
     }
 
@@ -293,7 +285,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Removes the file of `digest` if it is still not a whole entry of its own.
-    private func removeIfInvalid(_ digest: KeyDigest) throws(CacheError) {
+    func removeIfInvalid(_ digest: KeyDigest) throws(CacheError) {
         try self.transaction { state throws(CacheError) in
             if case .valid(let contents) = try EntryFile.readPrefix(self.store.path(of: digest)),
                 KeyDigest(key: contents.key) == digest
@@ -306,7 +298,7 @@ public final class DiskCache: Sendable {
 
     // MARK: - Accesses
 
-    private func noteAccess(_ digest: KeyDigest, at nanoseconds: Int64) throws(CacheError) {
+    func noteAccess(_ digest: KeyDigest, at nanoseconds: Int64) throws(CacheError) {
         let pending = self.accesses.withLock { accesses in
             accesses.append(.access(digest, accessed: nanoseconds))
             return accesses.count

@@ -158,25 +158,26 @@ struct DiskStore: Sendable {
     }
 
     /// Writes the whole entry to a new temporary file and returns its path.
-    func writeTemporaryFile(_ prefix: [UInt8], _ body: Data) throws(CacheError) -> String {
-        let number = self.temporaryNumbers.next()
-        let path = "\(self.root)/tmp/\(getpid())-\(number)-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor: Int32
+    /// Creates a new temporary file for an entry being written; its name starts with this
+    /// process's id, so that a later open can tell whether its writer is gone.
+    func createTemporaryFile() throws(CacheError) -> (descriptor: Int32, path: String) {
+        let path = "\(self.root)/tmp/\(getpid())-\(self.temporaryNumbers.next())-\(UInt32.random(in: 0...UInt32.max))"
         do {
-            descriptor = try FileIO.create(path)
+            return (try FileIO.create(path), path)
         } catch  where error.errno == ENOENT {
             // The directory was deleted under us: make it again.
             try Self.makeDirectories(self.root)
-            descriptor = try FileIO.create(path)
+            return (try FileIO.create(path), path)
         }
+    }
+
+    /// Writes the whole entry to a new temporary file and returns its path.
+    func writeTemporaryFile(_ prefix: [UInt8], _ body: Data) throws(CacheError) -> String {
+        let (descriptor, path) = try self.createTemporaryFile()
         defer { FileIO.closeDescriptor(descriptor) }
         do throws(CacheError) {
             try FileIO.writeAll(descriptor, prefix, at: nil, path: path)
-            var failure: CacheError?
-            body.withUnsafeBytes { bytes in
-                do throws(CacheError) { try FileIO.writeAll(descriptor, bytes, path: path) } catch { failure = error }
-            }
-            if let failure { throw failure }
+            try FileIO.writeAll(descriptor, body, path: path)
             if self.configuration.isDurable { try FileIO.synchronize(descriptor, path: path) }
         } catch {
             _ = try? FileIO.removeFile(path)

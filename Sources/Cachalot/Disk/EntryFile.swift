@@ -59,14 +59,16 @@ enum EntryFile {
         append(UInt32(0))
         append(UInt64(bodyLength))
         append(created)
-        let checksum = bytes.withUnsafeBytes { header in
-            keyBytes.withUnsafeBytes { key in
-                metadata.withUnsafeBytes { metadata in Checksum.of(header, key, metadata) }
-            }
-        }
-        append(checksum)
+        let header = bytes
         bytes.append(contentsOf: keyBytes)
         bytes.append(contentsOf: metadata)
+        // The same two parts that reading checks: bytes 0..<32, then the key and the metadata.
+        let checksum = header.withUnsafeBytes { header in
+            bytes.withUnsafeBytes { all in Checksum.of(header, UnsafeRawBufferPointer(rebasing: all[32...])) }
+        }
+        withUnsafeBytes(of: checksum.littleEndian) { checksumBytes in
+            bytes.insert(contentsOf: checksumBytes, at: 32)
+        }
         return bytes
     }
 
@@ -100,6 +102,12 @@ enum EntryFile {
     static func readPrefix(_ path: String) throws(CacheError) -> Reading {
         guard let descriptor = try FileIO.openForReading(path) else { return .missing }
         defer { FileIO.closeDescriptor(descriptor) }
+        return try Self.readPrefix(descriptor, path: path)
+    }
+
+    /// Reads the header, key and metadata of the open entry file; the body starts at
+    /// `fileSize - body length`, where the contents' `body` is empty.
+    static func readPrefix(_ descriptor: Int32, path: String) throws(CacheError) -> Reading {
         let (size, isRegular) = try FileIO.size(of: descriptor, path: path)
         guard isRegular, size >= Self.headerSize else { return .invalid }
         var header = [UInt8](repeating: 0, count: Self.headerSize)

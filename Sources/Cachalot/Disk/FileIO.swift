@@ -121,6 +121,15 @@ enum FileIO {
         if let failure { throw failure }
     }
 
+    /// Writes all of `data` at the file's current position.
+    static func writeAll(_ descriptor: Int32, _ data: Data, path: String) throws(CacheError) {
+        var failure: CacheError?
+        data.withUnsafeBytes { bytes in
+            do throws(CacheError) { try Self.writeAll(descriptor, bytes, path: path) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
     /// Creates a new file, which must not exist, readable and writable by the owner only.
     static func create(_ path: String) throws(CacheError) -> Int32 {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

@@ -1,0 +1,51 @@
+import Foundation
+
+/// An entry of a ``DataCaching`` store: bytes with their metadata.
+public struct DataCacheEntry: Hashable, Sendable {
+    /// The key it was stored under.
+    public var key: String
+    /// The bytes stored.
+    public var data: Data
+    /// The metadata stored with them (the HTTP layer keeps the response head here).
+    public var metadata: Data
+    /// When it was stored.
+    public var created: Date
+
+    /// Creates an entry.
+    public init(key: String, data: Data, metadata: Data, created: Date) {
+        self.key = key
+        self.data = data
+        self.metadata = metadata
+        self.created = created
+    }
+}
+
+/// A store of bytes and metadata under string keys.
+///
+/// ``DiskCache`` is the store that persists; ``InMemoryDataCache`` keeps entries in memory, so
+/// that code written against `DataCaching` can be tested without a disk.
+public protocol DataCaching: Sendable {
+    /// The entry stored for `key`, or `nil`.
+    func entry(forKey key: String) throws(CacheError) -> DataCacheEntry?
+    /// Whether an entry is stored for `key`, without counting it as a use.
+    func contains(_ key: String) throws(CacheError) -> Bool
+    /// Stores `data` and `metadata` for `key`, replacing any entry.
+    func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError)
+    /// Removes the entry for `key`; returns whether there was one.
+    @discardableResult
+    func removeValue(forKey key: String) throws(CacheError) -> Bool
+    /// Removes every entry.
+    func removeAll() throws(CacheError)
+}
+
+extension DataCaching {
+    /// The bytes stored for `key`, or `nil`.
+    public func data(forKey key: String) throws(CacheError) -> Data? {
+        try self.entry(forKey: key)?.data
+    }
+
+    /// Stores `data` without metadata for `key`.
+    public func set(_ data: Data, forKey key: String) throws(CacheError) {
+        try self.set(data, forKey: key, metadata: Data())
+    }
+}

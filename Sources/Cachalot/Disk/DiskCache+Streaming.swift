@@ -1,0 +1,196 @@
+import Foundation
+
+extension DiskCache {
+    /// Writes one entry in pieces, for a body too large to hold in memory at once.
+    ///
+    /// ```swift
+    /// let writer = try cache.makeWriter(forKey: url, metadata: head)
+    /// for try await chunk in response.body { try writer.append(chunk) }
+    /// try writer.commit()
+    /// ```
+    ///
+    /// Nothing is visible to readers until ``commit()``. A writer that is discarded, released
+    /// without committing, or fails, leaves nothing behind, and the entry stored before for the
+    /// key stays as it was.
+    public final class Writer {
+        private let cache: DiskCache
+        private let key: String
+        private let metadata: Data
+        private let created: Int64
+        private let prefixLength: Int
+        private let path: String
+        /// Open until the writer commits or is discarded.
+        private var descriptor: Int32?
+
+        /// The body bytes appended so far.
+        public private(set) var bodyLength = 0
+
+        init(cache: DiskCache, key: String, metadata: Data) throws(CacheError) {
+            self.cache = cache
+            self.key = key
+            self.metadata = metadata
+            self.created = cache.store.nanoseconds(cache.store.now())
+            let (descriptor, path) = try cache.store.createTemporaryFile()
+            self.descriptor = descriptor
+            self.path = path
+            // A header that says "no body" until the commit writes the real length.
+            let prefix = EntryFile.prefix(key: key, metadata: metadata, bodyLength: 0, created: self.created)
+            self.prefixLength = prefix.count
+            do {
+                try FileIO.writeAll(descriptor, prefix, at: nil, path: path)
+            } catch {
+                self.discard()
+                throw error
+            }
+        }
+
+        deinit {
+            self.discard()
+        }
+
+        /// Appends `chunk` to the body.
+        ///
+        /// - Throws: ``CacheError`` if the write fails (``CacheError/Code/outOfSpace`` on a full
+        ///   disk), after discarding the writer; or if it was committed or discarded already.
+        public func append(_ chunk: Data) throws(CacheError) {
+            guard let descriptor = self.descriptor else {
+                throw .invalidArgument("This writer was already committed or discarded; make a new one.")
+            }
+            do {
+                try FileIO.writeAll(descriptor, chunk, path: self.path)
+            } catch {
+                self.discard()
+                throw error
+            }
+            self.bodyLength += chunk.count
+        }
+
+        /// Makes the entry visible: completes its header, renames it into place, and evicts
+        /// until the limits hold. An entry larger than the size limit is discarded instead, and
+        /// the entry stored before for the key is removed.
+        public func commit() throws(CacheError) {
+            guard let descriptor = self.descriptor else {
+                throw .invalidArgument("This writer was already committed or discarded; make a new one.")
+            }
+            let digest = KeyDigest(key: self.key)
+            let size = self.prefixLength + self.bodyLength
+            guard size <= self.cache.configuration.sizeLimit else {
+                self.discard()
+                try self.cache.removeValue(forKey: self.key)
+                return
+            }
+            let prefix = EntryFile.prefix(
+                key: self.key,
+                metadata: self.metadata,
+                bodyLength: self.bodyLength,
+                created: self.created
+            )
+            do throws(CacheError) {
+                try FileIO.writeAll(descriptor, prefix, at: 0, path: self.path)
+                if self.cache.configuration.isDurable { try FileIO.synchronize(descriptor, path: self.path) }
+            } catch {
+                self.discard()
+                throw error
+            }
+            FileIO.closeDescriptor(descriptor)
+            self.descriptor = nil
+            try self.cache.commit(self.path, digest: digest, key: self.key, size: size, created: self.created)
+        }
+
+        /// Abandons the entry and removes what was written; does nothing after a commit.
+        public func discard() {
+            guard let descriptor = self.descriptor else { return }
+            FileIO.closeDescriptor(descriptor)
+            self.descriptor = nil
+            _ = try? FileIO.removeFile(self.path)
+        }
+    }
+
+    /// Reads one entry's body in pieces from its open file, so a large body is never in memory
+    /// whole. The reader keeps the file it opened: if the entry is replaced or removed meanwhile,
+    /// it goes on reading the entry as it was when opened.
+    public final class BodyReader {
+        /// The key of the entry.
+        public let key: String
+        /// The metadata stored with it.
+        public let metadata: Data
+        /// When it was stored.
+        public let created: Date
+        /// The length of the whole body.
+        public let bodyLength: Int
+
+        private let descriptor: Int32
+        private let path: String
+        private var offset: Int
+        private let end: Int
+
+        init(descriptor: Int32, path: String, contents: EntryFile.Contents, bodyLength: Int) {
+            self.descriptor = descriptor
+            self.path = path
+            self.key = contents.key
+            self.metadata = contents.metadata
+            self.created = DiskStore.date(contents.created)
+            self.bodyLength = bodyLength
+            self.end = contents.fileSize
+            self.offset = contents.fileSize - bodyLength
+        }
+
+        deinit {
+            FileIO.closeDescriptor(self.descriptor)
+        }
+
+        /// The next piece of the body, at most `maximumCount` bytes, or `nil` at the end.
+        ///
+        /// - Throws: ``CacheError`` if the file cannot be read, or was cut short under the reader
+        ///   (which only something outside the cache could do).
+        public func read(upTo maximumCount: Int = 64 << 10) throws(CacheError) -> Data? {
+            let count = min(maximumCount, self.end - self.offset)
+            guard count > 0 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: count)
+            let read = try FileIO.readFully(self.descriptor, into: &bytes, at: self.offset, path: self.path)
+            guard read == count else {
+                throw CacheError(
+                    .fileSystem,
+                    "The entry file \(self.path) was cut short while it was read; read the entry again.",
+                    path: self.path
+                )
+            }
+            self.offset += count
+            return Data(bytes)
+        }
+    }
+
+    /// Starts a streaming write of the entry for `key`; see ``Writer``.
+    public func makeWriter(forKey key: String, metadata: Data = Data()) throws(CacheError) -> Writer {
+        try Writer(cache: self, key: key, metadata: metadata)
+    }
+
+    /// Opens the entry for `key` for reading its body in pieces, or returns `nil` if there is no
+    /// whole entry; see ``BodyReader``. Opening counts as a use of the entry.
+    public func bodyReader(forKey key: String) throws(CacheError) -> BodyReader? {
+        let digest = KeyDigest(key: key)
+        let path = self.store.path(of: digest)
+        guard let descriptor = try FileIO.openForReading(path) else { return nil }
+        let reading: EntryFile.Reading
+        do {
+            reading = try EntryFile.readPrefix(descriptor, path: path)
+        } catch {
+            FileIO.closeDescriptor(descriptor)
+            throw error
+        }
+        guard case .valid(let contents) = reading, contents.key == key else {
+            FileIO.closeDescriptor(descriptor)
+            try self.removeIfInvalid(digest)
+            return nil
+        }
+        let now = self.store.nanoseconds(self.store.now())
+        if self.store.isExpired(created: contents.created, now: now) {
+            FileIO.closeDescriptor(descriptor)
+            try self.remove([digest])
+            return nil
+        }
+        let bodyLength = contents.fileSize - EntryFile.headerSize - contents.key.utf8.count - contents.metadata.count
+        try self.noteAccess(digest, at: now)
+        return BodyReader(descriptor: descriptor, path: path, contents: contents, bodyLength: bodyLength)
+    }
+}

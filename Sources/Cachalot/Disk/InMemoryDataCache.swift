@@ -1,0 +1,39 @@
+import Foundation
+import Synchronization
+
+/// A ``DataCaching`` store that keeps its entries in memory, for tests and previews.
+///
+/// It has no limits and forgets everything when released; use ``DiskCache`` to persist.
+public final class InMemoryDataCache: DataCaching {
+    private let entries = Mutex<[String: DataCacheEntry]>([:])
+    private let now: @Sendable () -> Date
+
+    /// Creates an empty store.
+    ///
+    /// - Parameter now: The clock that dates entries. Default: the system's.
+    public init(now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
+    }
+
+    public func entry(forKey key: String) throws(CacheError) -> DataCacheEntry? {
+        self.entries.withLock { $0[key] }
+    }
+
+    public func contains(_ key: String) throws(CacheError) -> Bool {
+        self.entries.withLock { $0[key] != nil }
+    }
+
+    public func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {
+        let entry = DataCacheEntry(key: key, data: data, metadata: metadata, created: self.now())
+        self.entries.withLock { $0[key] = entry }
+    }
+
+    @discardableResult
+    public func removeValue(forKey key: String) throws(CacheError) -> Bool {
+        self.entries.withLock { $0.removeValue(forKey: key) != nil }
+    }
+
+    public func removeAll() throws(CacheError) {
+        self.entries.withLock { $0.removeAll() }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// A memory cache of ready-to-use values over a store of their bytes, with a codec between them.
+///
+/// ```swift
+/// let images = try TieredCache(
+///     memory: MemoryCache<String, Bitmap>(),
+///     disk: DiskCache(directory: cacheDirectory),
+///     codec: .init(encode: { try $0.pngData() }, decode: { try Bitmap(png: $0) }, cost: { $0.cost })
+/// )
+/// let bitmap = try images.value(forKey: url)  // memory, else disk (then kept in memory)
+/// ```
+///
+/// A get looks in memory first; on a miss it reads the bytes from the store, decodes them and
+/// keeps the value in memory. A set and a removal reach both tiers. Bytes that the codec cannot
+/// decode are treated as no entry and removed from the store.
+public final class TieredCache<Value: Sendable>: Sendable {
+    /// How values become bytes and back, and what a value costs in memory.
+    public struct Codec: Sendable {
+        /// Turns a value into the bytes the store keeps.
+        public var encode: @Sendable (Value) throws -> Data
+        /// Turns stored bytes back into a value.
+        public var decode: @Sendable (Data) throws -> Value
+        /// The value's cost against the memory tier's cost limit, such as its size in bytes.
+        public var cost: @Sendable (Value) -> Int
+
+        /// Creates a codec.
+        public init(
+            encode: @escaping @Sendable (Value) throws -> Data,
+            decode: @escaping @Sendable (Data) throws -> Value,
+            cost: @escaping @Sendable (Value) -> Int
+        ) {
+            self.encode = encode
+            self.decode = decode
+            self.cost = cost
+        }
+    }
+
+    /// The memory tier.
+    public let memory: MemoryCache<String, Value>
+    /// The store of bytes, usually a ``DiskCache``.
+    public let disk: any DataCaching
+    /// The codec between them.
+    public let codec: Codec
+
+    /// Puts `memory` over `disk`.
+    public init(memory: MemoryCache<String, Value>, disk: any DataCaching, codec: Codec) {
+        self.memory = memory
+        self.disk = disk
+        self.codec = codec
+    }
+
+    /// The value for `key` from memory, else decoded from the store and then kept in memory;
+    /// `nil` if neither has it.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read.
+    public func value(forKey key: String) throws(CacheError) -> Value? {
+        if let value = self.memory.value(forKey: key) { return value }
+        guard let data = try self.disk.data(forKey: key) else { return nil }
+        guard let value = try? self.codec.decode(data) else {
+            try self.disk.removeValue(forKey: key)
+            return nil
+        }
+        try? self.memory.set(value, forKey: key, cost: max(0, self.codec.cost(value)))
+        return value
+    }
+
+    /// Stores `value` in memory and its bytes, with `metadata`, in the store.
+    ///
+    /// - Throws: ``CacheError/Code/invalidArgument`` if the codec cannot encode the value (then
+    ///   neither tier changes), or the store's error.
+    public func set(_ value: Value, forKey key: String, metadata: Data = Data()) throws(CacheError) {
+        let data: Data
+        do {
+            data = try self.codec.encode(value)
+        } catch {
+            throw .invalidArgument("The codec could not encode the value for \(key): \(error)")
+        }
+        try self.disk.set(data, forKey: key, metadata: metadata)
+        try self.memory.set(value, forKey: key, cost: max(0, self.codec.cost(value)))
+    }
+
+    /// Removes the value for `key` from both tiers.
+    public func removeValue(forKey key: String) throws(CacheError) {
+        self.memory.removeValue(forKey: key)
+        try self.disk.removeValue(forKey: key)
+    }
+
+    /// Removes every value from both tiers.
+    public func removeAll() throws(CacheError) {
+        self.memory.removeAll()
+        try self.disk.removeAll()
+    }
+}
