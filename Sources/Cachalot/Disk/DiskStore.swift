@@ -79,16 +79,7 @@ struct DiskStore: Sendable {
             let path = self.path(of: digest)
             switch try EntryFile.readPrefix(path) {
             case .valid(let contents) where KeyDigest(key: contents.key) == digest:
-                let accessed = state.index.entry(for: digest)?.accessed ?? now
-                records.append(
-                    .set(
-                        digest,
-                        key: contents.key,
-                        size: contents.fileSize,
-                        created: contents.created,
-                        accessed: accessed
-                    )
-                )
+                records.append(.set(digest, contents, accessed: state.index.entry(for: digest)?.accessed ?? now))
             case .valid, .invalid:
                 try FileIO.removeFile(path)
                 records.append(.remove(digest))
@@ -226,15 +217,7 @@ struct DiskStore: Sendable {
                     try FileIO.removeFile(path)
                     continue
                 }
-                records.append(
-                    .set(
-                        digest,
-                        key: contents.key,
-                        size: contents.fileSize,
-                        created: contents.created,
-                        accessed: contents.created
-                    )
-                )
+                records.append(.set(digest, contents, accessed: contents.created))
             }
         }
         try self.append(records, to: &state)

@@ -54,29 +54,22 @@ enum FileIO {
         return done
     }
 
-    /// Writes all of `bytes` at the file's current position.
-    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(CacheError) {
-        var done = 0
-        while done < bytes.count {
-            let result = write(descriptor, bytes.baseAddress! + done, bytes.count - done)
-            if result >= 0 {
-                done += result
-            } else if errno != EINTR {
-                throw Self.error("write", path, errno)
-            }
-        }
-    }
-
-    /// Writes all of `bytes` at `offset`.
+    /// Writes all of `bytes` at `offset`, or at the file's current position when it is `nil`.
     static func writeAll(
         _ descriptor: Int32,
         _ bytes: UnsafeRawBufferPointer,
-        at offset: Int,
+        at offset: Int?,
         path: String
     ) throws(CacheError) {
         var done = 0
         while done < bytes.count {
-            let result = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            let start = bytes.baseAddress! + done
+            let result =
+                if let offset {
+                    pwrite(descriptor, start, bytes.count - done, off_t(offset + done))
+                } else {
+                    write(descriptor, start, bytes.count - done)
+                }
             if result >= 0 {
                 done += result
             } else if errno != EINTR {
@@ -108,13 +101,7 @@ enum FileIO {
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], at offset: Int?, path: String) throws(CacheError) {
         var failure: CacheError?
         bytes.withUnsafeBytes { buffer in
-            do throws(CacheError) {
-                if let offset {
-                    try Self.writeAll(descriptor, buffer, at: offset, path: path)
-                } else {
-                    try Self.writeAll(descriptor, buffer, path: path)
-                }
-            } catch {
+            do throws(CacheError) { try Self.writeAll(descriptor, buffer, at: offset, path: path) } catch {
                 failure = error
             }
         }
@@ -125,7 +112,9 @@ enum FileIO {
     static func writeAll(_ descriptor: Int32, _ data: Data, path: String) throws(CacheError) {
         var failure: CacheError?
         data.withUnsafeBytes { bytes in
-            do throws(CacheError) { try Self.writeAll(descriptor, bytes, path: path) } catch { failure = error }
+            do throws(CacheError) { try Self.writeAll(descriptor, bytes, at: nil, path: path) } catch {
+                failure = error
+            }
         }
         if let failure { throw failure }
     }

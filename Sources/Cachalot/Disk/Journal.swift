@@ -17,6 +17,11 @@ enum JournalRecord: Equatable {
     case intent([KeyDigest])
     case commit
 
+    /// The record of an entry whose file holds `contents`.
+    static func set(_ digest: KeyDigest, _ contents: EntryFile.Contents, accessed: Int64) -> JournalRecord {
+        .set(digest, key: contents.key, size: contents.fileSize, created: contents.created, accessed: accessed)
+    }
+
     private var type: UInt8 {
         switch self {
         case .set: 1
