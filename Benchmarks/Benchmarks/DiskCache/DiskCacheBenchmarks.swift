@@ -20,7 +20,10 @@ func order(_ count: Int, seed: UInt64) -> [Int] {
     return (0..<operations).map { _ in Int.random(in: 0..<count, using: &random) }
 }
 
-func key(_ index: Int) -> String { "https://images.example.com/photos/\(index).jpg?w=256" }
+let keys = (0..<100_000).map { "https://images.example.com/photos/\($0).jpg?w=256" }
+
+/// The key of entry `index`, made once, as the raw baselines' paths are.
+func key(_ index: Int) -> String { keys[index] }
 
 /// A cache holding `count` entries of `size` bytes.
 func filledCache(_ directory: TemporaryDirectory, count: Int, size: Int) -> DiskCache {

@@ -21,12 +21,15 @@ struct DiskStore: Sendable {
     }
 
     let root: String
+    /// `<root>/entries`, where the entry files live.
+    let entries: String
     let configuration: DiskCache.Configuration
     let now: @Sendable () -> Date
     private let temporaryNumbers = Counter()
 
     init(root: String, configuration: DiskCache.Configuration, now: @escaping @Sendable () -> Date) {
         self.root = root
+        self.entries = root + "/entries"
         self.configuration = configuration
         self.now = now
     }
@@ -108,7 +111,7 @@ struct DiskStore: Sendable {
         }
         try self.append(digests.map { .remove($0) } + [.commit], to: &state)
         if self.configuration.isDurable {
-            try FileIO.synchronizeDirectory(self.root + "/entries")
+            try FileIO.synchronizeDirectory(self.entries)
         }
     }
 
@@ -138,8 +141,7 @@ struct DiskStore: Sendable {
     // MARK: - Files
 
     func path(of digest: KeyDigest) -> String {
-        let name = digest.hexadecimal
-        return "\(self.root)/entries/\(name.prefix(2))/\(name)"
+        digest.path(under: self.entries)
     }
 
     static func makeDirectories(_ root: String) throws(CacheError) {
@@ -205,7 +207,7 @@ struct DiskStore: Sendable {
     /// Rebuilds the journal from the entry files, for a directory whose journal was lost. The
     /// only directory scan the cache ever makes.
     func rebuildFromFiles(_ state: inout State) throws(CacheError) {
-        let entries = self.root + "/entries"
+        let entries = self.entries
         var records: [JournalRecord] = []
         for directory in try FileIO.names(in: entries) {
             for name in try FileIO.names(in: "\(entries)/\(directory)") {

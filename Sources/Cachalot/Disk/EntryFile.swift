@@ -84,8 +84,14 @@ enum EntryFile {
         defer { if owned { buffer.deallocate() } }
         guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path) == size else { return .invalid }
         guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
-        let key = String(decoding: buffer[layout.key], as: UTF8.self)
-        if let expectedKey, key != expectedKey { return .invalid }
+        let key: String
+        if let expectedKey {
+            // Compare the bytes: no new string for the usual case of a match.
+            guard expectedKey.utf8.elementsEqual(buffer[layout.key]) else { return .invalid }
+            key = expectedKey
+        } else {
+            key = String(decoding: buffer[layout.key], as: UTF8.self)
+        }
         let metadata = Data(buffer[layout.metadata])
         let bodyStart = buffer.baseAddress! + layout.body.lowerBound
         owned = false

@@ -8,7 +8,8 @@ struct KeyDigest: Hashable, Sendable {
 
     init(key: String) {
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let digest = SHA256.hash(data: Array(key.utf8))
+        var key = key
+        let digest = key.withUTF8 { SHA256.hash(data: $0) }
         withUnsafeMutableBytes(of: &words) { target in
             digest.withUnsafeBytes { source in target.copyMemory(from: source) }
         }
@@ -44,13 +45,39 @@ struct KeyDigest: Hashable, Sendable {
 
     /// 64 lowercase hexadecimal digits.
     var hexadecimal: String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 64) { buffer in
-            for (index, byte) in self.bytes.enumerated() {
-                buffer[2 * index] = digits[Int(byte >> 4)]
-                buffer[2 * index + 1] = digits[Int(byte & 0x0F)]
+        self.path(under: "")
+    }
+
+    /// `<directory>/<first two digits>/<64 digits>`, built in one allocation.
+    func path(under directory: String) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        let prefix = directory.isEmpty ? 0 : directory.utf8.count + 4
+        return String(unsafeUninitializedCapacity: prefix + 64) { buffer in
+            var position = 0
+            if prefix > 0 {
+                for byte in directory.utf8 {
+                    buffer[position] = byte
+                    position += 1
+                }
+                buffer[position] = UInt8(ascii: "/")
+                position += 3
+                buffer[position] = UInt8(ascii: "/")
+                position += 1
             }
-            return 64
+            withUnsafeBytes(of: self.words) { bytes in
+                for byte in bytes {
+                    buffer[position] = digits.utf8Start[Int(byte >> 4)]
+                    buffer[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    position += 2
+                }
+            }
+            if prefix > 0 {
+                // The subdirectory is the first two digits of the name.
+                let name = prefix
+                buffer[name - 3] = buffer[name]
+                buffer[name - 2] = buffer[name + 1]
+            }
+            return position
         }
     }
 
