@@ -60,8 +60,9 @@ public final class DiskCache: DataCaching {
 
     let store: DiskStore
     private let state: Mutex<DiskStore.State>
-    /// Accesses noted by gets, written to the journal by the next change.
-    private let accesses = Mutex<[JournalRecord]>([])
+    /// The latest access to each entry that gets noted, written to the journal by the next
+    /// change, in order of time.
+    private let accesses = Mutex<[KeyDigest: Int64]>([:])
 
     /// Opens the cache in `directory`, creating the directory if needed, and applies the limits.
     ///
@@ -258,8 +259,8 @@ public final class DiskCache: DataCaching {
         _ body: (inout DiskStore.State) throws(CacheError) -> Result
     ) throws(CacheError) -> Result {
         let accesses = self.accesses.withLock { accesses in
-            defer { accesses.removeAll() }
-            return accesses
+            defer { accesses.removeAll(keepingCapacity: true) }
+            return accesses.sorted { $0.value < $1.value }.map { JournalRecord.access($0.key, accessed: $0.value) }
         }
         return try self.state.withLock { state throws(CacheError) -> Result in
             try FileIO.lockExclusively(state.lockDescriptor, path: self.store.root + "/lock")
@@ -300,7 +301,7 @@ public final class DiskCache: DataCaching {
 
     func noteAccess(_ digest: KeyDigest, at nanoseconds: Int64) throws(CacheError) {
         let pending = self.accesses.withLock { accesses in
-            accesses.append(.access(digest, accessed: nanoseconds))
+            accesses[digest] = nanoseconds
             return accesses.count
         }
         if pending >= 1024 { try self.flushAccesses() }

@@ -32,36 +32,43 @@ enum JournalRecord: Equatable {
         }
     }
 
-    /// `[payload length: UInt32][type: UInt8][payload][checksum of type and payload: UInt64]`
+    /// `[payload length: UInt32][type: UInt8][payload][checksum of type and payload: UInt64]`,
+    /// written straight into `bytes`.
     func encode(into bytes: inout [UInt8]) {
-        var payload: [UInt8] = []
         func append<T: FixedWidthInteger>(_ value: T) {
-            withUnsafeBytes(of: value.littleEndian) { payload.append(contentsOf: $0) }
+            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
         }
+        let start = bytes.count
+        append(UInt32(0))  // the payload length, filled in below
+        bytes.append(self.type)
         switch self {
         case .set(let digest, let key, let size, let created, let accessed):
-            payload.append(contentsOf: digest.bytes)
+            digest.append(to: &bytes)
             append(UInt64(size))
             append(created)
             append(accessed)
-            payload.append(contentsOf: key.utf8)
+            bytes.append(contentsOf: key.utf8)
         case .remove(let digest):
-            payload.append(contentsOf: digest.bytes)
+            digest.append(to: &bytes)
         case .access(let digest, let accessed):
-            payload.append(contentsOf: digest.bytes)
+            digest.append(to: &bytes)
             append(accessed)
         case .intent(let digests):
-            for digest in digests { payload.append(contentsOf: digest.bytes) }
+            for digest in digests { digest.append(to: &bytes) }
         case .commit:
             break
         }
-        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { bytes.append(contentsOf: $0) }
-        bytes.append(self.type)
-        bytes.append(contentsOf: payload)
-        let checksum = withUnsafeBytes(of: self.type) { type in
-            payload.withUnsafeBytes { Checksum.of(type, $0) }
+        let payloadLength = bytes.count - start - 5
+        withUnsafeBytes(of: UInt32(payloadLength).littleEndian) { length in
+            bytes.withUnsafeMutableBytes { $0[start..<(start + 4)].copyBytes(from: length) }
         }
-        withUnsafeBytes(of: checksum.littleEndian) { bytes.append(contentsOf: $0) }
+        let checksum = bytes.withUnsafeBytes { all in
+            Checksum.of(
+                UnsafeRawBufferPointer(rebasing: all[(start + 4)..<(start + 5)]),
+                UnsafeRawBufferPointer(rebasing: all[(start + 5)...])
+            )
+        }
+        append(checksum)
     }
 
     /// Decodes the record at the start of `bytes`; returns it and its length, or `nil` if the

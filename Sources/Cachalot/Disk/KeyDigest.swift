@@ -43,6 +43,11 @@ struct KeyDigest: Hashable, Sendable {
         withUnsafeBytes(of: self.words) { Array($0) }
     }
 
+    /// Appends the 32 raw bytes to `bytes`.
+    func append(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: self.words) { bytes.append(contentsOf: $0) }
+    }
+
     /// 64 lowercase hexadecimal digits.
     var hexadecimal: String {
         self.path(under: "")
