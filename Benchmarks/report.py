@@ -23,6 +23,10 @@ def parse(path):
     return results
 
 
+def row(*cells):
+    print("| " + " | ".join(cells) + " |")
+
+
 def main(path):
     results = parse(path)
 
@@ -31,9 +35,6 @@ def main(path):
 
     def mallocs(name):
         return results[name]["Malloc (total)"] / OPERATIONS
-
-    def row(*cells):
-        print("| " + " | ".join(cells) + " |")
 
     print("### Memory tier: one thread")
     print()
@@ -89,9 +90,6 @@ def disk(results):
 
     def time(name, calls=per):
         return results[name]["Time (wall clock) (ns)"] / calls
-
-    def row(*cells):
-        print("| " + " | ".join(cells) + " |")
 
     if not any(name.endswith(": DiskCache") for name in results):
         return
