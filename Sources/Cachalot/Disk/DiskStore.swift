@@ -23,6 +23,8 @@ struct DiskStore: Sendable {
     let root: String
     /// `<root>/entries`, where the entry files live.
     let entries: String
+    /// Its UTF-8, from which entry paths are built.
+    private let entriesBytes: [UInt8]
     let configuration: DiskCache.Configuration
     let now: @Sendable () -> Date
     private let temporaryNumbers = Counter()
@@ -30,6 +32,7 @@ struct DiskStore: Sendable {
     init(root: String, configuration: DiskCache.Configuration, now: @escaping @Sendable () -> Date) {
         self.root = root
         self.entries = root + "/entries"
+        self.entriesBytes = Array(self.entries.utf8)
         self.configuration = configuration
         self.now = now
     }
@@ -141,7 +144,7 @@ struct DiskStore: Sendable {
     // MARK: - Files
 
     func path(of digest: KeyDigest) -> String {
-        digest.path(under: self.entries)
+        digest.path(under: self.entriesBytes)
     }
 
     static func makeDirectories(_ root: String) throws(CacheError) {

@@ -85,9 +85,14 @@ enum EntryFile {
         guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path) == size else { return .invalid }
         guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
         let key: String
-        if let expectedKey {
+        if var expectedKey {
             // Compare the bytes: no new string for the usual case of a match.
-            guard expectedKey.utf8.elementsEqual(buffer[layout.key]) else { return .invalid }
+            let stored = UnsafeRawBufferPointer(rebasing: buffer[layout.key])
+            let isMatch = expectedKey.withUTF8 { expected in
+                expected.count == stored.count
+                    && (expected.isEmpty || memcmp(expected.baseAddress!, stored.baseAddress!, stored.count) == 0)
+            }
+            guard isMatch else { return .invalid }
             key = expectedKey
         } else {
             key = String(decoding: buffer[layout.key], as: UTF8.self)

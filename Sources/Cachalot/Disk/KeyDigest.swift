@@ -50,40 +50,35 @@ struct KeyDigest: Hashable, Sendable {
 
     /// 64 lowercase hexadecimal digits.
     var hexadecimal: String {
-        self.path(under: "")
+        self.path(under: [])
     }
 
-    /// `<directory>/<first two digits>/<64 digits>`, built in one allocation.
-    func path(under directory: String) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        let prefix = directory.isEmpty ? 0 : directory.utf8.count + 4
-        return String(unsafeUninitializedCapacity: prefix + 64) { buffer in
-            var position = 0
-            if prefix > 0 {
-                for byte in directory.utf8 {
-                    buffer[position] = byte
-                    position += 1
-                }
-                buffer[position] = UInt8(ascii: "/")
-                position += 3
-                buffer[position] = UInt8(ascii: "/")
-                position += 1
-            }
+    /// `<directory>/<first two digits>/<64 digits>`, built in one allocation; `directory` is
+    /// the UTF-8 of the directory's path, or empty for the bare name.
+    func path(under directory: [UInt8]) -> String {
+        let prefixLength = directory.isEmpty ? 0 : directory.count + 4
+        return String(unsafeUninitializedCapacity: prefixLength + 64) { buffer in
+            let name = prefixLength
             withUnsafeBytes(of: self.words) { bytes in
-                for byte in bytes {
-                    buffer[position] = digits.utf8Start[Int(byte >> 4)]
-                    buffer[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
-                    position += 2
+                for (index, byte) in bytes.enumerated() {
+                    buffer[name + 2 * index] = Self.digit(byte >> 4)
+                    buffer[name + 2 * index + 1] = Self.digit(byte & 0x0F)
                 }
             }
-            if prefix > 0 {
-                // The subdirectory is the first two digits of the name.
-                let name = prefix
-                buffer[name - 3] = buffer[name]
-                buffer[name - 2] = buffer[name + 1]
+            if prefixLength > 0 {
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[0..<directory.count]).initialize(from: directory)
+                buffer[directory.count] = UInt8(ascii: "/")
+                buffer[directory.count + 1] = buffer[name]
+                buffer[directory.count + 2] = buffer[name + 1]
+                buffer[directory.count + 3] = UInt8(ascii: "/")
             }
-            return position
+            return prefixLength + 64
         }
+    }
+
+    /// The lowercase hexadecimal digit for `value` (0 to 15).
+    private static func digit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value
     }
 
     static func == (lhs: KeyDigest, rhs: KeyDigest) -> Bool {

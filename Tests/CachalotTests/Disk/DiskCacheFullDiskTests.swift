@@ -8,12 +8,7 @@ import Testing
 @Suite("DiskCache on a full disk", .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
 struct DiskCacheFullDiskTests {
     static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
     }
 
     @Test("a write that runs out of space fails clearly, leaves nothing behind, and reads keep working")

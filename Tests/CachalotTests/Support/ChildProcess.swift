@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A child process started with `posix_spawn` and reaped with `waitpid`, for tests.
+///
+/// Foundation's `Process` on Linux can miss a child's exit and wait forever (seen here with a
+/// `mount` that had exited); these few system calls cannot.
+struct ChildProcess {
+    let pid: pid_t
+    /// The read end of the child's standard output, or -1 if it goes to /dev/null.
+    let output: Int32
+    /// The read end of the child's standard error.
+    let errors: Int32
+
+    struct SpawnFailed: Error {
+        let status: Int32
+    }
+
+    /// Starts `executable` with `arguments`; standard output is captured only if asked.
+    static func start(_ executable: String, _ arguments: [String], capturingOutput: Bool = false) throws -> ChildProcess
+    {
+        var outputPipe: [Int32] = [-1, -1]
+        var errorPipe: [Int32] = [-1, -1]
+        if capturingOutput { _ = pipe(&outputPipe) }
+        _ = pipe(&errorPipe)
+        #if canImport(Glibc)
+        var actions = posix_spawn_file_actions_t()
+        #else
+        var actions: posix_spawn_file_actions_t?
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if capturingOutput {
+            posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+            posix_spawn_file_actions_addclose(&actions, outputPipe[0])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
+        posix_spawn_file_actions_addclose(&actions, errorPipe[0])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid = pid_t()
+        let status = posix_spawnp(&pid, executable, &actions, nil, argv, environ)
+        if capturingOutput { close(outputPipe[1]) }
+        close(errorPipe[1])
+        guard status == 0 else { throw SpawnFailed(status: status) }
+        return ChildProcess(pid: pid, output: capturingOutput ? outputPipe[0] : -1, errors: errorPipe[0])
+    }
+
+    /// Reads standard output until at least `count` newlines have come, or it ends; returns how
+    /// many came (one read may bring more than asked for).
+    func waitForLines(_ count: Int) -> Int {
+        var lines = 0
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while lines < count {
+            let count = buffer.withUnsafeMutableBytes { read(self.output, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            lines += buffer[0..<count].filter { $0 == UInt8(ascii: "\n") }.count
+        }
+        return lines
+    }
+
+    /// Sends `signal` to the child.
+    func send(_ signal: Int32) {
+        _ = kill(self.pid, signal)
+    }
+
+    /// Waits for the child to end; returns its exit status, or 128 + the signal that ended it,
+    /// and what it wrote to standard error.
+    func waitForExit() -> (status: Int32, errors: String) {
+        var text: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(self.errors, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            text.append(contentsOf: buffer[0..<count])
+        }
+        var status: Int32 = 0
+        while waitpid(self.pid, &status, 0) == -1 && errno == EINTR {}
+        close(self.errors)
+        if self.output >= 0 { close(self.output) }
+        let signal = status & 0x7F
+        return (signal == 0 ? (status >> 8) & 0xFF : 128 + signal, String(decoding: text, as: UTF8.self))
+    }
+}
