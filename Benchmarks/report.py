@@ -27,20 +27,30 @@ def row(*cells):
     print("| " + " | ".join(cells) + " |")
 
 
-def main(path):
-    results = parse(path)
+def ratio_table(results, subject, goal, rows, calls, unit, scale):
+    """Prints a table of `subject` against a baseline per row: (label, subject benchmark,
+    baseline benchmark, baseline label, goal). Times are per call, in `unit` (ns / `scale`)."""
 
     def time(name):
-        return results[name]["Time (wall clock) (ns)"] / OPERATIONS
+        return results[name]["Time (wall clock) (ns)"] / calls
+
+    row("operation", subject, "baseline", "baseline time", "ratio", goal)
+    row("---", "---:", "---", "---:", "---:", "---")
+    for label, measured, baseline, base_label, target in rows:
+        if measured in results and baseline in results:
+            row(label, f"{time(measured) / scale:.1f} {unit}", base_label, f"{time(baseline) / scale:.1f} {unit}",
+                f"{time(measured) / time(baseline):.2f}×", target)
+
+
+def main(path):
+    results = parse(path)
 
     def mallocs(name):
         return results[name]["Malloc (total)"] / OPERATIONS
 
     print("### Memory tier: one thread")
     print()
-    row("operation", "MemoryCache", "baseline", "baseline time", "ratio", "target")
-    row("---", "---:", "---", "---:", "---:", "---")
-    for label, subject, baseline, base_label, target in [
+    ratio_table(results, "MemoryCache", "target", [
         ("get hit, String key", "get hit, String key: MemoryCache",
          "get hit, String key: Mutex<Dictionary>", "Mutex<[String: Int]>", "≤ 1.5×"),
         ("get hit, Int key", "get hit, Int key: MemoryCache",
@@ -49,10 +59,7 @@ def main(path):
          "get hit, String key: NSCache", "NSCache (Foundation)", "report"),
         ("set existing key, String key", "set existing key, String key: MemoryCache",
          "set existing key, String key: Mutex<Dictionary>", "Mutex<[String: Int]>", "report"),
-    ]:
-        if subject in results and baseline in results:
-            row(label, f"{time(subject):.1f} ns", base_label, f"{time(baseline):.1f} ns",
-                f"{time(subject) / time(baseline):.2f}×", target)
+    ], OPERATIONS, "ns", 1)
     print()
 
     print("### Memory tier: two threads")
@@ -88,16 +95,11 @@ def disk(results):
     """The disk tier's tables: every DiskCache benchmark iteration does 100 calls."""
     per = 100
 
-    def time(name, calls=per):
-        return results[name]["Time (wall clock) (ns)"] / calls
-
     if not any(name.endswith(": DiskCache") for name in results):
         return
     print("### Disk tier")
     print()
-    row("operation", "DiskCache", "baseline", "baseline time", "ratio", "goal")
-    row("---", "---:", "---", "---:", "---:", "---")
-    for label, subject, baseline, base_label, goal in [
+    ratio_table(results, "DiskCache", "goal", [
         ("warm get, 32 KiB", "get 32 KiB, 1,000 entries: DiskCache",
          "get 32 KiB: open, fstat, read, close", "open, fstat, read, close", "≤ 1.25×"),
         ("set, 32 KiB, no fsync", "set 32 KiB, 1,000 entries: DiskCache",
@@ -106,15 +108,11 @@ def disk(results):
          "get 1 KB, 1,000 entries: DiskCache", "the same at 1,000 entries", "≤ 1.3×"),
         ("set, 1 KB", "set 1 KB, 100,000 entries: DiskCache",
          "set 1 KB, 1,000 entries: DiskCache", "the same at 1,000 entries", "≤ 1.3×"),
-        ("get, 32 KiB", "get 32 KiB, 1,000 entries: URLCache",
+        ("get, 32 KiB (URLCache)", "get 32 KiB, 1,000 entries: URLCache",
          "get 32 KiB, 1,000 entries: DiskCache", "DiskCache", "report"),
-        ("set, 32 KiB", "set 32 KiB, 1,000 entries: naive cache",
+        ("set, 32 KiB (naive cache)", "set 32 KiB, 1,000 entries: naive cache",
          "set 32 KiB, 1,000 entries: DiskCache", "DiskCache", "report"),
-    ]:
-        if subject in results and baseline in results:
-            label = label if "DiskCache" in subject else f"{label} ({subject.split(': ')[1]})"
-            row(label, f"{time(subject) / 1000:.1f} µs", base_label, f"{time(baseline) / 1000:.1f} µs",
-                f"{time(subject) / time(baseline):.2f}×", goal)
+    ], per, "µs", 1000)
     name = "32 KiB against raw POSIX, same iteration: DiskCache"
     if name in results:
         print()
@@ -129,7 +127,7 @@ def disk(results):
         print()
         row("operation", "time (p50)", "goal")
         row("---", "---:", "---")
-        row("open a cache of 100,000 entries", f"{time(name, 1) / 1e6:.0f} ms", "< 200 ms")
+        row("open a cache of 100,000 entries", f"{results[name]['Time (wall clock) (ns)'] / 1e6:.0f} ms", "< 200 ms")
     print()
 
 

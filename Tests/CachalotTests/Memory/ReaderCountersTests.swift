@@ -39,7 +39,10 @@ struct ReaderCountersTests {
         #expect(sawReaderLeft)
     }
 
-    @Test("a writer does not wait for readers of other shards, nor for readers that left")
+    @Test(
+        "a writer does not wait for readers of other shards, nor for readers that left",
+        .timeLimit(.minutes(1))  // a wrong wait would hang: the limit makes it a failure
+    )
     func writerIgnoresOtherShards() {
         let counters = ReaderCounters(shardCount: 4)
         let other = counters.base(ofShard: 1)
