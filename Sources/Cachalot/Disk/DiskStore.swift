@@ -45,20 +45,34 @@ struct DiskStore: Sendable {
         let lockDescriptor = try FileIO.openForUpdate(lockPath)
         do {
             try FileIO.lockExclusively(lockDescriptor, path: lockPath)
-            defer { FileIO.unlock(lockDescriptor) }
-            let journal = try Journal(path: self.root + "/journal")
-            let isNew = try journal.isEmpty
-            var state = State(journal: journal, lockDescriptor: lockDescriptor)
+        } catch {
+            FileIO.closeDescriptor(lockDescriptor)
+            throw error
+        }
+        // Closing the lock's descriptor releases the lock; the error paths below rely on that.
+        let journal: Journal
+        do {
+            journal = try Journal(path: self.root + "/journal")
+        } catch {
+            FileIO.closeDescriptor(lockDescriptor)
+            throw error
+        }
+        var state = State(journal: journal, lockDescriptor: lockDescriptor)
+        do {
+            let isNew = try state.journal.isEmpty
             try self.catchUp(&state)
             if isNew { try self.rebuildFromFiles(&state) }
             try self.removeLeftoverTemporaryFiles()
             try self.removeExpired(&state)
             try self.evictToLimits(&state)
-            return state
         } catch {
+            // The state's journal, which catching up may have reopened, is the one to close.
+            state.journal.close()
             FileIO.closeDescriptor(lockDescriptor)
             throw error
         }
+        FileIO.unlock(lockDescriptor)
+        return state
     }
 
     /// Applies what other processes appended, starts over if the journal was rewritten, and

@@ -160,10 +160,14 @@ struct Journal {
         return (UInt64(status.st_dev), UInt64(status.st_ino)) != self.fileID
     }
 
-    /// Opens the current journal file and starts reading it from the beginning.
+    /// Opens the current journal file and starts reading it from the beginning. The old
+    /// descriptor is closed only once the new one is open: if opening fails, this journal keeps
+    /// a descriptor that is still its own (closing it first, then failing, would leave a number
+    /// that a later close could take from someone else).
     mutating func reopen() throws(CacheError) {
+        let fresh = try Journal(path: self.path)
         FileIO.closeDescriptor(self.descriptor)
-        self = try Journal(path: self.path)
+        self = fresh
     }
 
     /// Reads the records appended since the last call. A damaged or torn record ends the

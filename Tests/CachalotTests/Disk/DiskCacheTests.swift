@@ -191,6 +191,23 @@ struct DiskCacheTests {
         #expect(try cache.count == 1)
     }
 
+    @Test("a cache whose directory vanished closes only its own descriptors when released")
+    func noDoubleCloseAfterFailedReopen() throws {
+        var cache: DiskCache? = try self.open()
+        try cache?.set(Data("a".utf8), forKey: "a")
+        try FileManager.default.removeItem(at: self.directory.url)
+        // Reopening the vanished journal fails; it must not have closed the old descriptor first.
+        #expect(throws: CacheError.self) { try cache?.removeValue(forKey: "a") }
+        // A file opened now takes the lowest free descriptor number, which a wrongly closed
+        // journal descriptor would be; releasing the cache must leave it open.
+        let handle = try #require(FileHandle(forReadingAtPath: "/dev/null"))
+        let bystander = handle.fileDescriptor
+
+        cache = nil
+        #expect(fcntl(bystander, F_GETFD) != -1)
+        try handle.close()
+    }
+
     @Test("a lost journal is rebuilt from the entry files")
     func lostJournal() throws {
         do {

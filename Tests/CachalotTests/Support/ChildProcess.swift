@@ -26,6 +26,11 @@ struct ChildProcess {
         var errorPipe: [Int32] = [-1, -1]
         if capturingOutput { _ = pipe(&outputPipe) }
         _ = pipe(&errorPipe)
+        // Close-on-exec, so that a child another test starts meanwhile does not hold these pipes
+        // open (a reader would then wait for that child's end, not this one's).
+        for descriptor in outputPipe + errorPipe where descriptor >= 0 {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
         #if canImport(Glibc)
         var actions = posix_spawn_file_actions_t()
         #else
