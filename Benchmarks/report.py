@@ -113,15 +113,19 @@ def disk(results):
         ("set, 32 KiB (naive cache)", "set 32 KiB, 1,000 entries: naive cache",
          "set 32 KiB, 1,000 entries: DiskCache", "DiskCache", "report"),
     ], per, "µs", 1000)
-    name = "32 KiB against raw POSIX, same iteration: DiskCache"
-    if name in results:
+    same_iteration = [
+        ("warm get, 32 KiB, against open, fstat, read, close",
+         "get 32 KiB against raw POSIX, same iteration: DiskCache", "≤ 1.25×"),
+        ("set, 32 KiB, against a write to a temporary name and rename",
+         "set 32 KiB against raw POSIX, same iteration: DiskCache", "≤ 1.5×"),
+    ]
+    if any(name in results for _, name, _ in same_iteration):
         print()
-        row("measured in one iteration (p50)", "ratio", "goal")
+        row("measured in one iteration, alternating order (p50)", "ratio", "goal")
         row("---", "---:", "---")
-        row("warm get, 32 KiB, against open, fstat, read, close",
-            f"{results[name]['get ratio × 1000'] / 1000:.2f}×", "≤ 1.25×")
-        row("set, 32 KiB, against a write to a temporary name and rename",
-            f"{results[name]['set ratio × 1000'] / 1000:.2f}×", "≤ 1.5×")
+        for label, name, goal in same_iteration:
+            if name in results:
+                row(label, f"{results[name]['ratio × 1000'] / 1000:.2f}×", goal)
     name = "open, 100,000 entries: DiskCache"
     if name in results:
         print()

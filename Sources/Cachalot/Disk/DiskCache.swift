@@ -27,6 +27,9 @@ import Darwin
 /// header, the header's checksum and the key; a truncated, damaged or foreign file is read as
 /// no entry and removed.
 ///
+/// **Strays.** Files that the journal does not know, and entries whose files are gone, are
+/// fixed by a sweep that the first changes after opening make a step at a time; see ``sweep()``.
+///
 /// **Limits.** A set evicts least recently used entries until the total size and count are
 /// within the limits before it returns; opening a cache applies the limits too.
 ///
@@ -263,14 +266,40 @@ public final class DiskCache: DataCaching {
             return accesses.sorted { $0.value < $1.value }.map { JournalRecord.access($0.key, accessed: $0.value) }
         }
         return try self.state.withLock { state throws(CacheError) -> Result in
-            try FileIO.lockExclusively(state.lockDescriptor, path: self.store.root + "/lock")
+            try self.store.lock(&state)
             defer { FileIO.unlock(state.lockDescriptor) }
             try self.store.catchUp(&state)
             try self.store.append(accesses, to: &state)
             let result = try body(&state)
+            if state.sweepStep < DiskStore.sweepSteps {
+                // A failed step is retried by the next explicit sweep; the change itself was made.
+                _ = try? self.store.sweep(step: state.sweepStep, &state)
+                state.sweepStep += 1
+            }
             try self.store.compactIfLarge(&state)
             return result
         }
+    }
+
+    // MARK: - Sweeping
+
+    /// Makes the files in the directory agree with the journal: removes files the journal does
+    /// not know, and forgets entries whose files are gone; returns how many it fixed.
+    ///
+    /// Such strays come from outside the cache: files copied in or deleted by hand, or a journal
+    /// deleted while its entries stayed. Each cache sweeps once after opening, a step with each
+    /// of its first 257 changes, so that opening never waits for a directory scan; this call
+    /// sweeps the whole directory now, one subdirectory per lock, for tools and tests.
+    @discardableResult
+    public func sweep() throws(CacheError) -> Int {
+        var fixed = 0
+        for step in 0..<DiskStore.sweepSteps {
+            fixed += try self.transaction { state throws(CacheError) in
+                state.sweepStep = DiskStore.sweepSteps  // this sweep does the opening's sweep too
+                return try self.store.sweep(step: step, &state)
+            }
+        }
+        return fixed
     }
 
     func remove(_ digests: [KeyDigest]) throws(CacheError) {
@@ -294,6 +323,15 @@ public final class DiskCache: DataCaching {
                 return  // replaced by a whole entry in the meantime
             }
             try self.store.remove([digest], &state)
+        }
+    }
+
+    /// Whether the descriptor the cache locks is that of the directory's lock file now.
+    var isLockingCurrentLockFile: Bool {
+        get throws(CacheError) {
+            try self.state.withLock { state throws(CacheError) in
+                try FileIO.isFile(state.lockDescriptor, at: self.store.root + "/lock")
+            }
         }
     }
 

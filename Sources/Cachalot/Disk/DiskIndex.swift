@@ -22,6 +22,8 @@ struct DiskIndex {
     private var leastRecent: Int32 = -1
     private var mostRecent: Int32 = -1
     private(set) var totalSize = 0
+    /// How many entries have their file in each subdirectory of `entries/`, by its number.
+    private var countsBySubdirectory = [Int](repeating: 0, count: 256)
     /// The digests of an intent not yet followed by a commit.
     private(set) var openIntent: [KeyDigest]?
 
@@ -39,6 +41,7 @@ struct DiskIndex {
             self.entries.append(Entry(digest: digest, key: key, size: size, created: created, accessed: accessed))
             self.positions[digest] = position
             self.totalSize += size
+            self.countsBySubdirectory[Int(digest.subdirectory)] += 1
             self.linkAsMostRecent(position)
         case .remove(let digest):
             self.remove(digest)
@@ -75,6 +78,11 @@ struct DiskIndex {
         self.entries.filter(isMatch).map(\.digest)
     }
 
+    /// How many entries have their file in subdirectory `subdirectory` of `entries/`.
+    func count(inSubdirectory subdirectory: UInt8) -> Int {
+        self.countsBySubdirectory[Int(subdirectory)]
+    }
+
     /// The entries from least to most recently used.
     var entriesByUse: [Entry] {
         var result: [Entry] = []
@@ -98,6 +106,7 @@ struct DiskIndex {
         guard let position = self.positions.removeValue(forKey: digest) else { return }
         self.unlink(position)
         self.totalSize -= self.entries[Int(position)].size
+        self.countsBySubdirectory[Int(digest.subdirectory)] -= 1
         let last = Int32(self.entries.count - 1)
         if position != last {
             // Move the last entry into the hole and repoint its neighbours at it.

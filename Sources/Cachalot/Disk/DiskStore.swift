@@ -18,6 +18,8 @@ struct DiskStore: Sendable {
         var journal: Journal
         var index = DiskIndex()
         var lockDescriptor: Int32
+        /// The next step of the sweep that follows opening; see ``DiskStore/sweep(step:_:)``.
+        var sweepStep = 0
     }
 
     let root: String
@@ -75,12 +77,31 @@ struct DiskStore: Sendable {
         return state
     }
 
-    /// Applies what other processes appended, starts over if the journal was rewritten, and
-    /// settles an intent whose writer died before committing it.
+    /// Takes the directory's lock. If the directory was deleted (and perhaps made again by
+    /// another process), the descriptor held locks a file nobody else can open: the current lock
+    /// file is opened instead, creating the directories if needed, so that every process still
+    /// locks the same file.
+    func lock(_ state: inout State) throws(CacheError) {
+        let path = self.root + "/lock"
+        while true {
+            try FileIO.lockExclusively(state.lockDescriptor, path: path)
+            if try FileIO.isFile(state.lockDescriptor, at: path) { return }
+            FileIO.unlock(state.lockDescriptor)
+            try Self.makeDirectories(self.root)
+            let current = try FileIO.openForUpdate(path)
+            FileIO.closeDescriptor(state.lockDescriptor)
+            state.lockDescriptor = current
+        }
+    }
+
+    /// Applies what other processes appended, starts over if the journal was rewritten or
+    /// deleted (rebuilding it from the files if it is empty), and settles an intent whose writer
+    /// died before committing it.
     func catchUp(_ state: inout State) throws(CacheError) {
         if try state.journal.isReplaced() {
             try state.journal.reopen()
             state.index = DiskIndex()
+            if try state.journal.isEmpty { try self.rebuildFromFiles(&state) }
         }
         for record in try state.journal.readNew() {
             state.index.apply(record)

@@ -97,7 +97,9 @@ enum EntryFile {
         } else {
             key = String(decoding: buffer[layout.key], as: UTF8.self)
         }
-        let metadata = Data(buffer[layout.metadata])
+        let metadata =
+            layout.metadata.isEmpty
+            ? Data() : Data(bytes: buffer.baseAddress! + layout.metadata.lowerBound, count: layout.metadata.count)
         let bodyStart = buffer.baseAddress! + layout.body.lowerBound
         owned = false
         let body = Data(

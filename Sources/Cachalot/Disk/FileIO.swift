@@ -194,6 +194,29 @@ enum FileIO {
         }
     }
 
+    /// Whether `path` is a directory itself, not a symbolic link to one; `false` if it does not
+    /// exist.
+    static func isDirectory(_ path: String) throws(CacheError) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return false }
+            throw Self.error("stat", path, errno)
+        }
+        return (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Whether the open file `descriptor` is the file at `path` (not a symbolic link to it).
+    static func isFile(_ descriptor: Int32, at path: String) throws(CacheError) -> Bool {
+        var open = stat()
+        var named = stat()
+        guard fstat(descriptor, &open) == 0 else { throw Self.error("stat", path, errno) }
+        guard lstat(path, &named) == 0 else {
+            if errno == ENOENT { return false }
+            throw Self.error("stat", path, errno)
+        }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
     /// The names in `directory`, without "." and "..", or none if it does not exist.
     static func names(in directory: String) throws(CacheError) -> [String] {
         guard let stream = opendir(directory) else {

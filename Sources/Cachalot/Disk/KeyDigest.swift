@@ -48,6 +48,11 @@ struct KeyDigest: Hashable, Sendable {
         withUnsafeBytes(of: self.words) { bytes.append(contentsOf: $0) }
     }
 
+    /// The first byte, whose two digits name the subdirectory of `entries/` that holds the file.
+    var subdirectory: UInt8 {
+        withUnsafeBytes(of: self.words) { $0[0] }
+    }
+
     /// 64 lowercase hexadecimal digits.
     var hexadecimal: String {
         self.path(under: [])
@@ -58,27 +63,41 @@ struct KeyDigest: Hashable, Sendable {
     func path(under directory: [UInt8]) -> String {
         let prefixLength = directory.isEmpty ? 0 : directory.count + 4
         return String(unsafeUninitializedCapacity: prefixLength + 64) { buffer in
-            let name = prefixLength
+            let base = buffer.baseAddress!
+            directory.withUnsafeBufferPointer { directory in
+                if let source = directory.baseAddress { base.update(from: source, count: directory.count) }
+            }
+            let name = base + prefixLength
             withUnsafeBytes(of: self.words) { bytes in
-                for (index, byte) in bytes.enumerated() {
-                    buffer[name + 2 * index] = Self.digit(byte >> 4)
-                    buffer[name + 2 * index + 1] = Self.digit(byte & 0x0F)
+                for index in 0..<32 {
+                    let byte = bytes[index]
+                    name[2 &* index] = Self.digit(byte &>> 4)
+                    name[2 &* index &+ 1] = Self.digit(byte & 0x0F)
                 }
             }
             if prefixLength > 0 {
-                _ = UnsafeMutableBufferPointer(rebasing: buffer[0..<directory.count]).initialize(from: directory)
-                buffer[directory.count] = UInt8(ascii: "/")
-                buffer[directory.count + 1] = buffer[name]
-                buffer[directory.count + 2] = buffer[name + 1]
-                buffer[directory.count + 3] = UInt8(ascii: "/")
+                base[directory.count] = UInt8(ascii: "/")
+                base[directory.count &+ 1] = name[0]
+                base[directory.count &+ 2] = name[1]
+                base[directory.count &+ 3] = UInt8(ascii: "/")
             }
             return prefixLength + 64
         }
     }
 
+    /// The two lowercase hexadecimal digits of `byte`.
+    static func hexadecimal(_ byte: UInt8) -> String {
+        String(decoding: [Self.digit(byte &>> 4), Self.digit(byte & 0x0F)], as: UTF8.self)
+    }
+
+    /// Whether `character` is a lowercase hexadecimal digit.
+    static func isDigit(_ character: UInt8) -> Bool {
+        Self.nibble(character) != nil
+    }
+
     /// The lowercase hexadecimal digit for `value` (0 to 15).
     private static func digit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value
+        value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &- 10 &+ value
     }
 
     static func == (lhs: KeyDigest, rhs: KeyDigest) -> Bool {

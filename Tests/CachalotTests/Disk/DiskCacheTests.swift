@@ -191,12 +191,83 @@ struct DiskCacheTests {
         #expect(try cache.count == 1)
     }
 
+    @Test("after the directory is deleted, caches on it lock the same new lock file and agree")
+    func deletedDirectoryWithTwoCaches() throws {
+        let first = try self.open()
+        let second = try self.open()
+        try first.set(Data("a".utf8), forKey: "a")
+        try FileManager.default.removeItem(at: self.directory.url)
+        try first.set(Data("b".utf8), forKey: "b")
+        try second.set(Data("c".utf8), forKey: "c")
+        #expect(try first.isLockingCurrentLockFile)
+        #expect(try second.isLockingCurrentLockFile)
+        #expect(try Set(first.entries().map(\.key)) == ["b", "c"])
+        #expect(try Set(second.entries().map(\.key)) == ["b", "c"])
+    }
+
+    @Test("a sweep removes files the journal does not know and forgets entries whose files are gone")
+    func sweep() throws {
+        let strays = try self.makeStrays()
+        let cache = try self.open()
+        // Opening did not scan: the strays are still there, and the kept entry reads back.
+        #expect(strays.allSatisfy { FileManager.default.fileExists(atPath: $0) })
+        #expect(try cache.data(forKey: "kept") == Data(count: 100))
+        #expect(try cache.sweep() == strays.count + 1)
+        #expect(!strays.contains { FileManager.default.fileExists(atPath: $0) })
+        #expect(try cache.entries().map(\.key) == ["kept"])
+        #expect(try cache.totalSize == (try self.fileSize(self.entryPath("kept"))))
+        #expect(try cache.data(forKey: "kept") == Data(count: 100))
+        #expect(try cache.sweep() == 0)
+    }
+
+    @Test("the first 257 changes after opening sweep the directory, a subdirectory each")
+    func sweepAfterOpening() throws {
+        let strays = try self.makeStrays()
+        let cache = try self.open()
+        for _ in 0..<256 { try cache.removeValue(forKey: "absent") }
+        #expect(FileManager.default.fileExists(atPath: strays[0]))  // the last step's
+        try cache.removeValue(forKey: "absent")
+        #expect(!strays.contains { FileManager.default.fileExists(atPath: $0) })
+        #expect(try cache.count == 1)
+        #expect(try cache.sweep() == 0)
+    }
+
+    /// Stores "kept" and "lost", deletes the file of "lost" and adds stray files the journal does
+    /// not know; returns the strays' paths, the one outside any subdirectory first.
+    func makeStrays() throws -> [String] {
+        do {
+            let cache = try self.open()
+            try cache.set(Data(count: 100), forKey: "kept")
+            try cache.set(Data(count: 100), forKey: "lost")
+        }
+        try FileManager.default.removeItem(atPath: self.entryPath("lost"))
+        let entries = self.directory.path + "/entries"
+        let unknown = self.entryPath("never stored")
+        try FileManager.default.createDirectory(
+            atPath: (unknown as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.copyItem(atPath: self.entryPath("kept"), toPath: unknown)
+        let keptDirectory = (self.entryPath("kept") as NSString).deletingLastPathComponent
+        let strays = [entries + "/notes.txt", keptDirectory + "/notes.txt", unknown, keptDirectory + "/link"]
+        for path in strays.dropLast() where !FileManager.default.fileExists(atPath: path) {
+            #expect(FileManager.default.createFile(atPath: path, contents: Data("stray".utf8)))
+        }
+        try FileManager.default.createSymbolicLink(atPath: strays[3], withDestinationPath: "/etc/passwd")
+        return strays
+    }
+
     @Test("a cache whose directory vanished closes only its own descriptors when released")
     func noDoubleCloseAfterFailedReopen() throws {
         var cache: DiskCache? = try self.open()
         try cache?.set(Data("a".utf8), forKey: "a")
         try FileManager.default.removeItem(at: self.directory.url)
-        // Reopening the vanished journal fails; it must not have closed the old descriptor first.
+        // A directory where the journal belongs: reopening the journal fails, and must not have
+        // closed the old descriptor first.
+        try FileManager.default.createDirectory(
+            atPath: self.directory.path + "/journal",
+            withIntermediateDirectories: true
+        )
         #expect(throws: CacheError.self) { try cache?.removeValue(forKey: "a") }
         // A file opened now takes the lowest free descriptor number, which a wrongly closed
         // journal descriptor would be; releasing the cache must leave it open.

@@ -1,0 +1,53 @@
+extension DiskStore {
+    /// A sweep goes through `entries/` in this many steps: one for each of the 256
+    /// subdirectories, then one for anything else in `entries/`.
+    static let sweepSteps = 257
+
+    /// Makes one part of `entries/` agree with the index, and returns how many files and entries
+    /// it fixed. Steps 0 to 255 take the subdirectory of that number: they remove the files that
+    /// the journal does not know (left by a lost journal, or put there by something other than
+    /// the cache) and record as removed the entries whose files are gone. The last step removes
+    /// whatever else is in `entries/`. A stray that cannot be removed (a directory that is not
+    /// empty) stays, and is not counted.
+    func sweep(step: Int, _ state: inout State) throws(CacheError) -> Int {
+        guard step < 256 else {
+            var removed = 0
+            for name in try FileIO.names(in: self.entries) where !Self.isSubdirectoryName(name) {
+                if Self.removeStray("\(self.entries)/\(name)") { removed += 1 }
+            }
+            return removed
+        }
+        let subdirectory = UInt8(step)
+        let directory = "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))"
+        var removed = 0
+        var present = Set<KeyDigest>()
+        if try FileIO.isDirectory(directory) {
+            for name in try FileIO.names(in: directory) {
+                if let digest = KeyDigest(hexadecimal: Substring(name)), digest.subdirectory == subdirectory,
+                    state.index.entry(for: digest) != nil
+                {
+                    present.insert(digest)
+                } else if Self.removeStray("\(directory)/\(name)") {
+                    removed += 1
+                }
+            }
+        } else if Self.removeStray(directory) {
+            // A file or a symbolic link where the subdirectory belongs.
+            removed += 1
+        }
+        guard present.count < state.index.count(inSubdirectory: subdirectory) else { return removed }
+        let missing = state.index.digests { $0.digest.subdirectory == subdirectory && !present.contains($0.digest) }
+        try self.remove(missing, &state)
+        return removed + missing.count
+    }
+
+    /// Whether `name` is two lowercase hexadecimal digits, as the subdirectories of `entries/` are.
+    private static func isSubdirectoryName(_ name: String) -> Bool {
+        name.utf8.count == 2 && name.utf8.allSatisfy { KeyDigest.isDigit($0) }
+    }
+
+    /// Removes a stray file, symbolic link or empty directory; returns whether it did.
+    private static func removeStray(_ path: String) -> Bool {
+        (try? FileIO.removeFile(path)) == true
+    }
+}
