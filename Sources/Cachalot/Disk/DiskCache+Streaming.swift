@@ -170,7 +170,7 @@ extension DiskCache {
     public func bodyReader(forKey key: String) throws(CacheError) -> BodyReader? {
         let digest = KeyDigest(key: key)
         let path = self.store.path(of: digest)
-        guard let descriptor = try FileIO.openForReading(path) else { return nil }
+        guard let descriptor = try self.store.openEntry(digest) else { return nil }
         let reading: EntryFile.Reading
         do {
             reading = try EntryFile.readPrefix(descriptor, path: path)

@@ -102,8 +102,13 @@ public final class DiskCache: DataCaching {
     ///   A damaged file is not an error: it is removed and `nil` is returned.
     public func entry(forKey key: String) throws(CacheError) -> Entry? {
         let digest = KeyDigest(key: key)
-        let path = self.store.path(of: digest)
-        switch try EntryFile.read(path, expectedKey: key) {
+        guard let descriptor = try self.store.openEntry(digest) else { return nil }
+        let reading: EntryFile.Reading
+        do {
+            defer { FileIO.closeDescriptor(descriptor) }
+            reading = try EntryFile.read(descriptor, path: self.store.path(of: digest), expectedKey: key)
+        }
+        switch reading {
         case .missing:
             return nil
         case .invalid:
@@ -128,7 +133,10 @@ public final class DiskCache: DataCaching {
     /// Whether a whole, unexpired entry is stored for `key`. Does not count as a use.
     public func contains(_ key: String) throws(CacheError) -> Bool {
         let digest = KeyDigest(key: key)
-        guard case .valid(let contents) = try EntryFile.readPrefix(self.store.path(of: digest)), contents.key == key
+        guard let descriptor = try self.store.openEntry(digest) else { return false }
+        defer { FileIO.closeDescriptor(descriptor) }
+        guard case .valid(let contents) = try EntryFile.readPrefix(descriptor, path: self.store.path(of: digest)),
+            contents.key == key
         else {
             return false
         }

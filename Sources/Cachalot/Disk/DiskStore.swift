@@ -30,6 +30,7 @@ struct DiskStore: Sendable {
     let configuration: DiskCache.Configuration
     let now: @Sendable () -> Date
     private let temporaryNumbers = Counter()
+    private let entriesDirectory = EntriesDirectory()
 
     init(root: String, configuration: DiskCache.Configuration, now: @escaping @Sendable () -> Date) {
         self.root = root
@@ -43,6 +44,7 @@ struct DiskStore: Sendable {
     /// files if it was lost), removes leftovers, and applies the limits.
     func open() throws(CacheError) -> State {
         try Self.makeDirectories(self.root)
+        _ = try self.entriesDirectory.refreshIfReplaced(self.entries)
         let lockPath = self.root + "/lock"
         let lockDescriptor = try FileIO.openForUpdate(lockPath)
         do {
@@ -180,6 +182,22 @@ struct DiskStore: Sendable {
 
     func path(of digest: KeyDigest) -> String {
         digest.path(under: self.entriesBytes)
+    }
+
+    /// Opens the file of `digest` for reading, or returns `nil` if there is none. On a miss, it
+    /// looks again in `entries/` if the directory was deleted and made again since it was opened.
+    func openEntry(_ digest: KeyDigest) throws(CacheError) -> Int32? {
+        if let descriptor = try self.openEntry(digest, in: self.entriesDirectory.descriptor) {
+            return descriptor
+        }
+        guard try self.entriesDirectory.refreshIfReplaced(self.entries) else { return nil }
+        return try self.openEntry(digest, in: self.entriesDirectory.descriptor)
+    }
+
+    private func openEntry(_ digest: KeyDigest, in directory: Int32) throws(CacheError) -> Int32? {
+        try digest.withRelativePath { relativePath throws(CacheError) in
+            try FileIO.openForReading(relativePath, in: directory, path: self.path(of: digest))
+        }
     }
 
     static func makeDirectories(_ root: String) throws(CacheError) {

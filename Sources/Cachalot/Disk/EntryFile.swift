@@ -72,17 +72,20 @@ enum EntryFile {
         return bytes
     }
 
-    /// Reads the whole entry at `path`; `expectedKey`, when given, must be the key in it.
-    static func read(_ path: String, expectedKey: String?) throws(CacheError) -> Reading {
-        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
-        defer { FileIO.closeDescriptor(descriptor) }
-        let (size, isRegular) = try FileIO.size(of: descriptor, path: path)
+    /// Reads the whole entry from its open file; `expectedKey`, when given, must be the key in
+    /// it. `path` names the file in errors.
+    static func read(
+        _ descriptor: Int32,
+        path: @autoclosure () -> String,
+        expectedKey: String?
+    ) throws(CacheError) -> Reading {
+        let (size, isRegular) = try FileIO.size(of: descriptor, path: path())
         guard isRegular, size >= Self.headerSize else { return .invalid }
         // One allocation that the body's Data then owns: no copy of the body.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
         var owned = true
         defer { if owned { buffer.deallocate() } }
-        guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path) == size else { return .invalid }
+        guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path()) == size else { return .invalid }
         guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
         let key: String
         if var expectedKey {

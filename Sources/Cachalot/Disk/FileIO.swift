@@ -17,18 +17,31 @@ import Darwin
 enum FileIO {
     /// Opens `path` for reading without following a symbolic link; `nil` if there is no file.
     static func openForReading(_ path: String) throws(CacheError) -> Int32? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        try Self.openForReading(path, in: AT_FDCWD, path: path)
+    }
+
+    /// Opens `relativePath` in the open `directory` for reading without following a symbolic
+    /// link; `nil` if there is no file. `path` names the file in errors.
+    static func openForReading(
+        _ relativePath: UnsafePointer<CChar>,
+        in directory: Int32,
+        path: @autoclosure () -> String
+    ) throws(CacheError) -> Int32? {
+        let descriptor = openat(directory, relativePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         if descriptor >= 0 { return descriptor }
         let error = errno
         // ELOOP: the name is a symbolic link, which the cache never follows.
         if error == ENOENT || error == ENOTDIR || error == ELOOP { return nil }
-        throw Self.error("open", path, error)
+        throw Self.error("open", path(), error)
     }
 
     /// The size of the open file, and whether it is a regular file.
-    static func size(of descriptor: Int32, path: String) throws(CacheError) -> (size: Int, isRegular: Bool) {
+    static func size(
+        of descriptor: Int32,
+        path: @autoclosure () -> String
+    ) throws(CacheError) -> (size: Int, isRegular: Bool) {
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw Self.error("stat", path, errno) }
+        guard fstat(descriptor, &status) == 0 else { throw Self.error("stat", path(), errno) }
         return (Int(status.st_size), (status.st_mode & S_IFMT) == S_IFREG)
     }
 
@@ -38,7 +51,7 @@ enum FileIO {
         _ descriptor: Int32,
         into buffer: UnsafeMutableRawBufferPointer,
         at offset: Int,
-        path: String
+        path: @autoclosure () -> String
     ) throws(CacheError) -> Int {
         var done = 0
         while done < buffer.count {
@@ -48,7 +61,7 @@ enum FileIO {
             } else if result == 0 {
                 break
             } else if errno != EINTR {
-                throw Self.error("read", path, errno)
+                throw Self.error("read", path(), errno)
             }
         }
         return done

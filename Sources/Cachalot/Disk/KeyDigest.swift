@@ -95,6 +95,29 @@ struct KeyDigest: Hashable, Sendable {
         Self.nibble(character) != nil
     }
 
+    /// Calls `body` with `<first two digits>/<64 digits>`, the path relative to `entries/`, as a
+    /// C string built on the stack.
+    func withRelativePath<Result, Failure: Error>(
+        _ body: (UnsafePointer<CChar>) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        // 2 + 1 + 64 characters and a terminating zero fit in 9 words.
+        var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        return try withUnsafeMutableBytes(of: &storage) { buffer throws(Failure) in
+            let name = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            withUnsafeBytes(of: self.words) { bytes in
+                for index in 0..<32 {
+                    name[3 &+ 2 &* index] = Self.digit(bytes[index] &>> 4)
+                    name[4 &+ 2 &* index] = Self.digit(bytes[index] & 0x0F)
+                }
+            }
+            name[0] = name[3]
+            name[1] = name[4]
+            name[2] = UInt8(ascii: "/")
+            return try body(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
+        }
+    }
+
     /// The lowercase hexadecimal digit for `value` (0 to 15).
     private static func digit(_ value: UInt8) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &- 10 &+ value

@@ -201,6 +201,8 @@ struct DiskCacheTests {
         try second.set(Data("c".utf8), forKey: "c")
         #expect(try first.isLockingCurrentLockFile)
         #expect(try second.isLockingCurrentLockFile)
+        #expect(try first.data(forKey: "c") == Data("c".utf8))
+        #expect(try second.data(forKey: "b") == Data("b".utf8))
         #expect(try Set(first.entries().map(\.key)) == ["b", "c"])
         #expect(try Set(second.entries().map(\.key)) == ["b", "c"])
     }
