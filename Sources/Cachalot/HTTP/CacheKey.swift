@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+
+/// The keys under which responses are stored.
+///
+/// A response is stored under its URL (RFC 9111 §4), written the same way whatever the
+/// request's spelling: scheme and host in lowercase, a default port dropped, an empty path as
+/// `/`, the query kept whole. A response with `Vary` is stored under the URL together with the
+/// request's values of the fields it names, so that one URL can hold a variant per value; the
+/// URL's own key then holds the names, so that a later request can build its variant's key.
+public enum CacheKey {
+    /// The URL of `request` in the form keys use, or `nil` if it has no scheme or authority.
+    public static func url(of request: HTTPRequest) -> String? {
+        guard let scheme = request.scheme, let authority = request.authority else { return nil }
+        return Self.normalized(scheme: scheme, authority: authority, path: request.path)
+    }
+
+    /// `url` in the form keys use, or `nil` if it is not absolute.
+    public static func url(of url: URL) -> String? {
+        guard let scheme = url.scheme, let host = url.host(percentEncoded: true) else { return nil }
+        let authority = url.port.map { "\(Self.bracketed(host)):\($0)" } ?? Self.bracketed(host)
+        var path = url.path(percentEncoded: true)
+        if let query = url.query(percentEncoded: true) { path += "?" + query }
+        return Self.normalized(scheme: scheme, authority: authority, path: path)
+    }
+
+    /// The key of the variant of `url` that `request` selects among responses varying on the
+    /// lowercased field `names`.
+    public static func variant(of url: String, names: [String], request: HTTPRequest) -> String {
+        var key = url
+        for name in names {
+            key += "\n\(name): \(StoredResponse.normalizedValue(of: name, in: request.headerFields) ?? "")"
+        }
+        return key
+    }
+
+    /// `scheme://host[:port]` of a URL in key form.
+    static func origin(of url: String) -> Substring {
+        guard let schemeEnd = url.range(of: "://") else { return Substring(url) }
+        let rest = url[schemeEnd.upperBound...]
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        return url[..<end]
+    }
+
+    private static func normalized(scheme: String, authority: String, path: String?) -> String {
+        let scheme = scheme.lowercased()
+        var authority = authority.lowercased()
+        // Credentials are no part of the resource's identity.
+        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
+        let defaultPort = scheme == "http" ? ":80" : scheme == "https" ? ":443" : nil
+        if let defaultPort, authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
+        var path = path ?? "/"
+        if path.isEmpty || path.first == "?" { path = "/" + path }
+        return "\(scheme)://\(authority)\(path)"
+    }
+
+    private static func bracketed(_ host: String) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+    }
+}

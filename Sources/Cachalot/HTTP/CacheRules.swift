@@ -1,0 +1,160 @@
+import Foundation
+import HTTPTypes
+
+/// HTTP's caching rules (RFC 9111, with RFC 5861's stale content extensions) as pure functions
+/// of messages and a time: which responses may be stored, when a stored one may be used, how
+/// to validate it and merge a 304, and what an unsafe request invalidates.
+///
+/// ```swift
+/// let rules = CacheRules.privateCache
+/// switch rules.decision(for: request, stored: stored, at: now) {
+/// case .useStored: answer(from: stored)
+/// case .validate: send(rules.conditionalRequest(for: request, stored: stored!))
+/// ...
+/// }
+/// ```
+///
+/// A private cache (the default, for apps and the command line) and a shared cache (for a
+/// proxy) differ where RFC 9111 says they do: a shared cache obeys `s-maxage` and
+/// `proxy-revalidate`, stores no `private` response, and stores a response to a request with
+/// `Authorization` only if the response allows it explicitly.
+///
+/// Choices where the RFCs leave room (see also ``CacheControl``):
+/// - A qualified `no-cache="field"` is obeyed as an unqualified `no-cache`, as most caches do
+///   (§5.2.2.4); a qualified `private="field"` as an unqualified `private` in a shared cache.
+/// - No stale response is ever served where `must-revalidate`, `no-cache` (or in a shared cache
+///   `proxy-revalidate` or `s-maxage`) forbids it (§4.2.4), not even by `stale-if-error`.
+/// - Only `GET` responses are stored, and `206` (partial content) is not, since the cache does
+///   not combine ranges.
+public struct CacheRules: Sendable, Hashable {
+    /// Whether the cache is shared between users (a proxy) rather than private to one.
+    public var isShared: Bool
+
+    /// Rules for a cache private to one user: apps and the command line.
+    public static let privateCache = CacheRules(isShared: false)
+    /// Rules for a cache shared between users: a proxy.
+    public static let sharedCache = CacheRules(isShared: true)
+
+    /// Creates rules for a private or a shared cache.
+    public init(isShared: Bool = false) {
+        self.isShared = isShared
+    }
+
+    // MARK: - Storing (§3)
+
+    /// Whether `response`, the answer to `request`, may be stored (RFC 9111 §3).
+    ///
+    /// Whether its body is whole and small enough is for the caller to check.
+    public func canStore(_ response: HTTPResponse, for request: HTTPRequest) -> Bool {
+        guard request.method == .get, response.status.code >= 200, response.status.code != 206 else { return false }
+        let requestDirectives = Self.requestDirectives(request)
+        let directives = CacheControl(response.headerFields[values: .cacheControl])
+        // must-understand lets a cache that understands the status code ignore no-store.
+        let understandsStatus = Self.understoodStatuses.contains(response.status.code)
+        if directives.mustUnderstand && !understandsStatus { return false }
+        if directives.isNoStore && !(directives.mustUnderstand && understandsStatus) { return false }
+        if requestDirectives.isNoStore { return false }
+        if self.isShared && directives.isPrivate { return false }
+        if self.isShared && request.headerFields[.authorization] != nil
+            && !(directives.mustRevalidate || directives.isPublic || directives.sharedMaxAge != nil)
+        {
+            return false
+        }
+        guard StoredResponse.varyNames(of: response.headerFields) != nil else { return false }  // Vary: *
+        return directives.isPublic || (!self.isShared && directives.isPrivate)
+            || !response.headerFields[values: .expires].isEmpty || directives.maxAge != nil
+            || (self.isShared && directives.sharedMaxAge != nil)
+            || StoredResponse.heuristicallyCacheableStatuses.contains(response.status.code)
+    }
+
+    /// Final status codes whose caching rules this cache knows, for `must-understand`.
+    static let understoodStatuses: Set<Int> = [
+        200, 203, 204, 300, 301, 302, 303, 304, 307, 308, 404, 405, 410, 414, 501,
+    ]
+
+    // MARK: - Using a stored response (§4)
+
+    /// What to do with `request` given the response stored for its URL (or `nil`), at `now`.
+    ///
+    /// - Parameters:
+    ///   - request: The request, whose `Cache-Control` (or, without one, `Pragma: no-cache`)
+    ///     and `Vary`-named fields count.
+    ///   - stored: The stored response for the request's URL, if any.
+    ///   - now: The present.
+    ///   - policy: How this load uses the cache. Default: the protocol's rules.
+    public func decision(
+        for request: HTTPRequest,
+        stored: StoredResponse?,
+        at now: Date,
+        policy: CachePolicy = .useProtocolCachePolicy
+    ) -> CacheDecision {
+        let requestDirectives = Self.requestDirectives(request)
+        let onlyIfCached = requestDirectives.isOnlyIfCached || policy == .returnCacheDataDontLoad
+        guard let stored, stored.matches(request), policy != .reloadIgnoringCacheData else {
+            return onlyIfCached ? .unavailable : .fetch
+        }
+        let age = stored.age(at: now)
+        let lifetime = stored.freshnessLifetime(isShared: self.isShared)
+        let isFresh = lifetime > age
+        let directives = stored.cacheControl
+        switch policy {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            return .useStored(isFresh ? .fresh : .stale(.policy))
+        case .reloadRevalidatingCacheData:
+            return isFresh && directives.isImmutable ? .useStored(.fresh) : .validate
+        case .reloadIgnoringCacheData:
+            return .fetch
+        case .useProtocolCachePolicy:
+            break
+        }
+        let decision: CacheDecision
+        if requestDirectives.isNoCache || directives.isNoCache {
+            decision = .validate
+        } else if let maxAge = requestDirectives.maxAge, age > TimeInterval(maxAge) {
+            decision = .validate
+        } else if isFresh {
+            let minFresh = TimeInterval(requestDirectives.minFresh ?? 0)
+            decision = lifetime - age >= minFresh ? .useStored(.fresh) : .validate
+        } else if self.forbidsStale(directives) {
+            decision = .validate
+        } else if let maxStale = requestDirectives.maxStale, age - lifetime <= TimeInterval(maxStale) {
+            decision = .useStored(.stale(.maxStale))
+        } else if let window = directives.staleWhileRevalidate, age - lifetime <= TimeInterval(window) {
+            decision = .useStoredAndRevalidate
+        } else {
+            decision = .validate
+        }
+        return onlyIfCached && decision == .validate ? .unavailable : decision
+    }
+
+    /// Whether the stale `stored` response may answer `request` at `now` because the origin
+    /// failed or answered with a server error (RFC 5861 `stale-if-error`, from the response or
+    /// the request, whichever allows longer).
+    public func mayUseStaleOnError(_ stored: StoredResponse, for request: HTTPRequest, at now: Date) -> Bool {
+        let directives = stored.cacheControl
+        guard !self.forbidsStale(directives), !directives.isNoCache else { return false }
+        let window = max(directives.staleIfError ?? -1, Self.requestDirectives(request).staleIfError ?? -1)
+        guard window >= 0 else { return false }
+        return stored.age(at: now) - stored.freshnessLifetime(isShared: self.isShared) <= TimeInterval(window)
+    }
+
+    /// Whether the response's directives forbid serving it stale (§4.2.4).
+    private func forbidsStale(_ directives: CacheControl) -> Bool {
+        directives.mustRevalidate || (self.isShared && (directives.proxyRevalidate || directives.sharedMaxAge != nil))
+    }
+
+    /// The request's directives; without `Cache-Control`, `Pragma: no-cache` counts as
+    /// `no-cache` (RFC 9111 §5.4).
+    static func requestDirectives(_ request: HTTPRequest) -> CacheControl {
+        let values = request.headerFields[values: .cacheControl]
+        var directives = CacheControl(values)
+        if values.isEmpty, let pragma = HTTPField.Name("Pragma"),
+            request.headerFields[values: pragma].contains(where: {
+                CacheControl.directives(in: $0).contains { $0.name == "no-cache" }
+            })
+        {
+            directives.isNoCache = true
+        }
+        return directives
+    }
+}

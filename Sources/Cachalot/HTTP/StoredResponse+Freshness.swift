@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+
+extension StoredResponse {
+    /// The `Cache-Control` directives of the stored response.
+    public var cacheControl: CacheControl {
+        self.facts.directives
+    }
+
+    /// The value of `Date`, or the time the response was received if it has none, several, or
+    /// an invalid one (RFC 9110 §6.6.1).
+    public var date: Date {
+        self.facts.date
+    }
+
+    /// The response's current age in seconds at `now` (RFC 9111 §4.2.3): the age it had when it
+    /// arrived, by `Age`, `Date` and the round trip, plus the time since. An `Age` that is not
+    /// one non-negative integer is ignored (§5.1).
+    public func age(at now: Date) -> TimeInterval {
+        self.facts.correctedInitialAge + now.timeIntervalSince(self.responseTime)
+    }
+
+    /// How long the response stays fresh, in seconds (RFC 9111 §4.2.1): `s-maxage` in a shared
+    /// cache, else `max-age`, else `Expires` minus `Date`, else a heuristic where allowed, else 0.
+    ///
+    /// Invalid freshness information makes the response stale: a malformed or conflicting
+    /// `max-age`, several `Expires` lines, or an `Expires` that is not a date (such as "0").
+    public func freshnessLifetime(isShared: Bool) -> TimeInterval {
+        isShared ? self.facts.sharedLifetime : self.facts.privateLifetime
+    }
+
+    /// Status codes whose responses a cache may store and reuse without explicit freshness
+    /// (RFC 9110 §15.1).
+    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+}
+
+/// What a stored response's freshness depends on, computed once from its head.
+struct FreshnessFacts: Sendable, Hashable {
+    let directives: CacheControl
+    let date: Date
+    /// `corrected_initial_age` (RFC 9111 §4.2.3).
+    let correctedInitialAge: TimeInterval
+    let privateLifetime: TimeInterval
+    let sharedLifetime: TimeInterval
+
+    init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date) {
+        let fields = response.headerFields
+        let directives = CacheControl(fields[values: .cacheControl])
+        let dates = fields[values: .date]
+        let date = dates.count == 1 ? HTTPDate.parse(dates[0], now: responseTime) ?? responseTime : responseTime
+        let ages = fields[values: .age]
+        let ageValue = ages.count == 1 ? CacheControl.deltaSeconds(ages[0].trimmingWhitespace()) ?? 0 : 0
+        let apparentAge = max(0, responseTime.timeIntervalSince(date))
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        self.directives = directives
+        self.date = date
+        self.correctedInitialAge = max(apparentAge, TimeInterval(ageValue) + responseDelay)
+
+        let explicitLifetime: TimeInterval?
+        if let maxAge = directives.maxAge {
+            explicitLifetime = TimeInterval(maxAge)
+        } else if !fields[values: .expires].isEmpty {
+            let expires = fields[values: .expires]
+            if expires.count == 1, let expiry = HTTPDate.parse(expires[0], now: responseTime) {
+                explicitLifetime = max(0, expiry.timeIntervalSince(date))
+            } else {
+                explicitLifetime = 0
+            }
+        } else {
+            explicitLifetime = nil
+        }
+        self.privateLifetime = explicitLifetime ?? Self.heuristicLifetime(response, directives, date, responseTime)
+        self.sharedLifetime = directives.sharedMaxAge.map(TimeInterval.init) ?? self.privateLifetime
+    }
+
+    /// 10 % of the time between `Last-Modified` and `Date` (RFC 9111 §4.2.2), for a response
+    /// without explicit expiration whose status is heuristically cacheable or that is `public`;
+    /// otherwise 0.
+    private static func heuristicLifetime(
+        _ response: HTTPResponse,
+        _ directives: CacheControl,
+        _ date: Date,
+        _ responseTime: Date
+    ) -> TimeInterval {
+        guard StoredResponse.heuristicallyCacheableStatuses.contains(response.status.code) || directives.isPublic
+        else { return 0 }
+        let values = response.headerFields[values: .lastModified]
+        guard values.count == 1, let lastModified = HTTPDate.parse(values[0], now: responseTime) else { return 0 }
+        return max(0, (date.timeIntervalSince(lastModified) / 10).rounded(.down))
+    }
+}

@@ -1,0 +1,183 @@
+import Synchronization
+
+/// Runs one operation per key at a time, however many callers ask for it, and gives each
+/// caller its result.
+///
+/// A caller that is cancelled stops waiting at once with `CancellationError`; the others go on
+/// waiting. When the last caller of a run has gone, the run is cancelled. A run's priority is
+/// that of its most urgent caller, and ``init(onPriorityChange:)`` hears when a caller raises it.
+final class Coalescer<Value: Sendable>: Sendable {
+    /// What a run knows of itself.
+    struct Run: Sendable {
+        /// Unique among runs.
+        let id: Int
+        /// The priority of its most urgent caller when it started.
+        let priority: Int
+        /// Tells the run's current callers how far it got.
+        let report: @Sendable (LoadProgress) -> Void
+    }
+
+    private struct Waiter {
+        var continuation: CheckedContinuation<Value, any Error>
+        var priority: Int
+        var progress: (@Sendable (LoadProgress) -> Void)?
+    }
+
+    private struct Flight {
+        var id: Int
+        var task: Task<Void, Never>?
+        var waiters: [Int: Waiter]
+        var priority: Int
+    }
+
+    /// What joining a run came to.
+    private enum Outcome {
+        case cancelled
+        case joined(raised: (run: Int, priority: Int)?)
+        case started(Int)
+    }
+
+    private struct State {
+        var nextID = 0
+        var flights: [String: Flight] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let onPriorityChange: @Sendable (_ run: Int, _ priority: Int) -> Void
+
+    /// - Parameter onPriorityChange: Called, outside any lock, when a caller joins a run with a
+    ///   higher priority than the run had.
+    init(onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }) {
+        self.onPriorityChange = onPriorityChange
+    }
+
+    /// The number of runs in flight.
+    var count: Int {
+        self.state.withLock { $0.flights.count }
+    }
+
+    /// Returns the result of `operation` for `key`: of the run in flight for it, or of a new one.
+    func run(
+        _ key: String,
+        priority: Int,
+        progress: (@Sendable (LoadProgress) -> Void)?,
+        operation: @escaping @Sendable (Run) async throws -> Value
+    ) async throws -> Value {
+        let waiterID = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                self.join(
+                    key,
+                    waiterID,
+                    Waiter(continuation: continuation, priority: priority, progress: progress),
+                    operation
+                )
+            }
+        } onCancel: {
+            self.leave(key, waiterID)
+        }
+    }
+
+    private func join(
+        _ key: String,
+        _ waiterID: Int,
+        _ waiter: Waiter,
+        _ operation: @escaping @Sendable (Run) async throws -> Value
+    ) {
+        let outcome = self.state.withLock { state -> Outcome in
+            // Cancelled before it could join: the cancellation handler found nothing to remove.
+            if Task.isCancelled { return .cancelled }
+            if var flight = state.flights[key] {
+                flight.waiters[waiterID] = waiter
+                let raised = waiter.priority > flight.priority
+                if raised { flight.priority = waiter.priority }
+                state.flights[key] = flight
+                return .joined(raised: raised ? (flight.id, waiter.priority) : nil)
+            }
+            state.nextID += 1
+            state.flights[key] = Flight(
+                id: state.nextID,
+                task: nil,
+                waiters: [waiterID: waiter],
+                priority: waiter.priority
+            )
+            return .started(state.nextID)
+        }
+        switch outcome {
+        case .cancelled:
+            waiter.continuation.resume(throwing: CancellationError())
+        case .joined(let raised):
+            if let (run, priority) = raised { self.onPriorityChange(run, priority) }
+        case .started(let id):
+            let run = Run(id: id, priority: waiter.priority) { [weak self] progress in
+                self?.report(progress, key: key, run: id)
+            }
+            let task = Task {
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await operation(run))
+                } catch {
+                    result = .failure(error)
+                }
+                self.finish(key, run: id, with: result)
+            }
+            let isAbandoned = self.state.withLock { state in
+                guard state.flights[key]?.id == id else { return true }
+                state.flights[key]?.task = task
+                return false
+            }
+            // Every caller left before the task was recorded.
+            if isAbandoned { task.cancel() }
+        }
+    }
+
+    private func leave(_ key: String, _ waiterID: Int) {
+        let (waiter, abandoned) = self.state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+            guard var flight = state.flights[key], let waiter = flight.waiters.removeValue(forKey: waiterID) else {
+                return (nil, nil)
+            }
+            if flight.waiters.isEmpty {
+                state.flights[key] = nil
+                return (waiter, flight.task)
+            }
+            state.flights[key] = flight
+            return (waiter, nil)
+        }
+        waiter?.continuation.resume(throwing: CancellationError())
+        abandoned?.cancel()
+    }
+
+    private func finish(_ key: String, run: Int, with result: Result<Value, any Error>) {
+        let waiters = self.state.withLock { state -> [Waiter] in
+            guard let flight = state.flights[key], flight.id == run else { return [] }
+            state.flights[key] = nil
+            return Array(flight.waiters.values)
+        }
+        for waiter in waiters { waiter.continuation.resume(with: result) }
+    }
+
+    private func report(_ progress: LoadProgress, key: String, run: Int) {
+        let handlers = self.state.withLock { state -> [@Sendable (LoadProgress) -> Void] in
+            guard let flight = state.flights[key], flight.id == run else { return [] }
+            return flight.waiters.values.compactMap(\.progress)
+        }
+        for handler in handlers { handler(progress) }
+    }
+}
+
+/// How much of a body has arrived.
+public struct LoadProgress: Sendable, Hashable {
+    /// The bytes received so far.
+    public var received: Int
+    /// The length the response announced with `Content-Length`, if it did.
+    public var expected: Int?
+
+    /// Creates a progress report.
+    public init(received: Int, expected: Int?) {
+        self.received = received
+        self.expected = expected
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HTTPTypes
+
+/// Sends HTTP requests for a ``ResourceLoader``: the one part of it that touches the network.
+///
+/// Cachalot ships two: `AsyncHTTPClientTransport` (module `CachalotAsyncHTTPClient`), for
+/// servers and Linux, and `URLSessionTransport` (module `CachalotURLSession`), with
+/// Foundation's own cache switched off. A transport does no caching of its own.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request` with `body` and returns the response's head as soon as it arrives, with
+    /// its body to read as it comes.
+    ///
+    /// - Throws: Any error of the underlying client when no response head arrives: the
+    ///   origin could not be reached, the connection broke, or the task was cancelled.
+    func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse
+}
+
+/// A response head and its body as it arrives.
+public struct HTTPTransportResponse: Sendable {
+    /// The status and header fields.
+    public var response: HTTPResponse
+    /// The body, in pieces.
+    public var body: HTTPBody
+
+    /// Creates a response from its head and body.
+    public init(response: HTTPResponse, body: HTTPBody) {
+        self.response = response
+        self.body = body
+    }
+}
+
+/// A response body read in pieces, as the network delivers them.
+///
+/// It can be iterated once: it reads from the connection, and what was read is gone.
+public struct HTTPBody: AsyncSequence, Sendable {
+    public typealias Element = Data
+
+    private let makeNext: @Sendable () -> () async throws -> Data?
+
+    /// A body read from `sequence`, each element turned into `Data` by `transform`.
+    public init<Base: AsyncSequence & Sendable>(
+        _ sequence: Base,
+        transform: @escaping @Sendable (Base.Element) -> Data
+    ) {
+        self.makeNext = {
+            var iterator = sequence.makeAsyncIterator()
+            return { try await iterator.next().map(transform) }
+        }
+    }
+
+    /// A body that yields `pieces` in order.
+    public init(_ pieces: [Data]) {
+        self.init(Pieces(pieces: pieces)) { $0 }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(nextPiece: self.makeNext())
+    }
+
+    /// Reads the pieces of a body in order.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        fileprivate let nextPiece: () async throws -> Data?
+
+        public mutating func next() async throws -> Data? {
+            try await self.nextPiece()
+        }
+    }
+
+    private struct Pieces: AsyncSequence, Sendable {
+        let pieces: [Data]
+
+        func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(remaining: self.pieces[...])
+        }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var remaining: ArraySlice<Data>
+
+            mutating func next() async -> Data? {
+                self.remaining.popFirst()
+            }
+        }
+    }
+}

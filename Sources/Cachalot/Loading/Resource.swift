@@ -1,0 +1,76 @@
+import Foundation
+import HTTPTypes
+
+/// A loaded resource: its body, its response head, and where the answer came from.
+public struct Resource: Sendable {
+    /// The body.
+    public var body: Data
+    /// The status and header fields. An answer from the cache carries `Age` (RFC 9111 §5.1).
+    public var response: HTTPResponse
+    /// Where the answer came from.
+    public var source: Source
+
+    /// Creates a resource.
+    public init(body: Data, response: HTTPResponse, source: Source) {
+        self.body = body
+        self.response = response
+        self.source = source
+    }
+
+    /// Where an answer came from.
+    public enum Source: Sendable, Hashable {
+        /// A fresh response from the memory tier.
+        case memory
+        /// A fresh response from the disk tier.
+        case disk
+        /// The origin's response, with nothing stored that could be used or validated.
+        case network
+        /// A stored response the origin confirmed with 304 (Not Modified).
+        case revalidated
+        /// A stale stored response, and what allowed it.
+        case stale(StaleReason)
+        /// An answer the loader made itself: the 504 (Gateway Timeout) of `only-if-cached`, or
+        /// of ``CachePolicy/returnCacheDataDontLoad`` with nothing stored.
+        case generated
+    }
+}
+
+/// Why a load failed.
+public struct LoadError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case invalidRequest, transport, incompleteBody, tooLarge
+        }
+        private let base: Base
+
+        /// The request has no absolute `http` or `https` URL.
+        public static let invalidRequest = Code(base: .invalidRequest)
+        /// The transport failed before a whole response arrived; see ``LoadError/underlying``.
+        public static let transport = Code(base: .transport)
+        /// The body ended before the length its `Content-Length` announced.
+        public static let incompleteBody = Code(base: .incompleteBody)
+        /// The body was larger than ``ResourceLoader/Configuration/maximumBodySize``.
+        public static let tooLarge = Code(base: .tooLarge)
+
+        public var description: String { "\(self.base)" }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What happened and what to do about it.
+    public var message: String
+    /// The transport's error, for ``Code/transport``.
+    public var underlying: (any Error)?
+
+    /// Creates an error; transports may throw one too.
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        "LoadError.\(self.code): \(self.message)"
+    }
+}

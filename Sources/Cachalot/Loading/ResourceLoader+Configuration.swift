@@ -1,0 +1,69 @@
+extension ResourceLoader {
+    /// How a ``ResourceLoader`` caches and loads.
+    public struct Configuration: Sendable {
+        /// The caching rules: a private cache or a shared one. Default: ``CacheRules/privateCache``.
+        public var rules: CacheRules
+        /// The cache policy of loads that do not name their own. Default:
+        /// ``CachePolicy/useProtocolCachePolicy``.
+        public var policy: CachePolicy
+        /// The most network requests in flight to one host; more wait, by priority. Answers
+        /// from memory or disk never wait. Default: 6.
+        public var maximumConnectionsPerHost: Int
+        /// The most memory the memory tier of responses holds, in bytes (bodies and heads), or 0
+        /// for no memory tier. Default: `nil`, the ``MemoryCache`` default (a share of the
+        /// machine's memory).
+        public var memoryCostLimit: Int?
+        /// The largest body stored, in bytes; larger ones are answered but not stored. Default:
+        /// `nil`, which means 5 % of the ``DiskCache``'s size limit (the rule Apple's `URLCache`
+        /// uses), or 5 % of the memory tier's limit without a `DiskCache`.
+        public var maximumEntrySize: Int?
+        /// Turns a request's URL into the key it is stored under, for URLs that carry rotating
+        /// tokens: `{ $0.removingQuery(named: "token") }`. The URL comes in key form (see
+        /// ``CacheKey``). Default: `nil`, the URL itself.
+        public var keyTransform: (@Sendable (String) -> String)?
+        /// Where the loader reports its swift-metrics counters. Default: `nil`, none.
+        public var metrics: MetricsConfiguration?
+
+        /// Creates a configuration; every parameter defaults to the value its property names.
+        public init(
+            rules: CacheRules = .privateCache,
+            policy: CachePolicy = .useProtocolCachePolicy,
+            maximumConnectionsPerHost: Int = 6,
+            memoryCostLimit: Int? = nil,
+            maximumEntrySize: Int? = nil,
+            keyTransform: (@Sendable (String) -> String)? = nil,
+            metrics: MetricsConfiguration? = nil
+        ) {
+            self.rules = rules
+            self.policy = policy
+            self.maximumConnectionsPerHost = maximumConnectionsPerHost
+            self.memoryCostLimit = memoryCostLimit
+            self.maximumEntrySize = maximumEntrySize
+            self.keyTransform = keyTransform
+            self.metrics = metrics
+        }
+
+        func validate() throws(CacheError) {
+            guard self.maximumConnectionsPerHost > 0 else {
+                throw .invalidConfiguration(
+                    "maximumConnectionsPerHost must be greater than 0 (got \(self.maximumConnectionsPerHost))."
+                )
+            }
+            if let limit = self.memoryCostLimit, limit < 0 {
+                throw .invalidConfiguration("memoryCostLimit must not be negative (got \(limit)).")
+            }
+            if let size = self.maximumEntrySize, size < 0 {
+                throw .invalidConfiguration("maximumEntrySize must not be negative (got \(size)).")
+            }
+        }
+    }
+
+    /// How urgent a load is: among the requests waiting for a host, higher goes first.
+    public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable {
+        case veryLow, low, normal, high, veryHigh
+
+        public static func < (lhs: Priority, rhs: Priority) -> Bool {
+            lhs.rawValue < rhs.rawValue
+        }
+    }
+}

@@ -1,0 +1,363 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// Loads HTTP resources through memory, then disk, then the network, following HTTP's caching
+/// rules (RFC 9111 and RFC 5861).
+///
+/// ```swift
+/// let loader = try ResourceLoader(
+///     transport: AsyncHTTPClientTransport(),
+///     disk: DiskCache(directory: cacheDirectory)
+/// )
+/// let resource = try await loader.load(URL(string: "https://example.com/a.png")!)
+/// print(resource.source)  // .network, then .memory
+/// ```
+///
+/// - A fresh stored response answers at once, on the caller's task: no hop to another thread.
+/// - A stale one is validated with a conditional request; a 304 freshens it. Where the response
+///   allows, a stale one is served while it is revalidated in the background
+///   (`stale-while-revalidate`), or when the origin fails (`stale-if-error`).
+/// - Identical requests in flight share one network request. Each caller may cancel on its
+///   own; the request is cancelled when its last caller goes.
+/// - At most ``Configuration/maximumConnectionsPerHost`` network requests run per host; the
+///   rest wait by ``Priority``.
+/// - A response to an unsafe method (`POST`, `PUT`, `DELETE`…) invalidates what is stored for
+///   its URL and its same-origin `Location` and `Content-Location`.
+///
+/// Only `GET` responses are stored. Responses with any status are answers, not errors: a 404
+/// comes back as a resource with status 404. A load throws only if no whole response arrives.
+public final class ResourceLoader: Sendable {
+    /// The configuration the loader was made with.
+    public let configuration: Configuration
+
+    private let transport: any HTTPTransport
+    private let store: ResponseStore
+    private let now: @Sendable () -> Date
+    private let logger: Logger
+    private let coalescer: Coalescer<Resource>
+    private let hosts: HostLimiter
+    private let counters: LoaderCounters
+    private let maximumEntrySize: Int
+    private let background = Mutex<[String: Task<Void, Never>]>([:])
+
+    /// Makes a loader.
+    ///
+    /// - Parameters:
+    ///   - configuration: Rules, policy, limits; see ``Configuration`` for the defaults.
+    ///   - transport: What sends requests.
+    ///   - disk: The disk tier, usually a ``DiskCache``; `nil` for none.
+    ///   - now: The wall clock by which responses age. Default: the system's. Tests inject one.
+    ///   - logger: Where the loader logs, at debug level. Default: nowhere.
+    /// - Throws: ``CacheError`` if the configuration is invalid.
+    public init(
+        configuration: Configuration = Configuration(),
+        transport: any HTTPTransport,
+        disk: (any DataCaching)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "cachalot", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(CacheError) {
+        try configuration.validate()
+        var memoryConfiguration = MemoryCache<String, StoredEntry>.Configuration()
+        if let limit = configuration.memoryCostLimit, limit > 0 { memoryConfiguration.costLimit = limit }
+        let memory =
+            configuration.memoryCostLimit == 0
+            ? nil : try MemoryCache<String, StoredEntry>(configuration: memoryConfiguration)
+        self.configuration = configuration
+        self.transport = transport
+        self.store = ResponseStore(memory: memory, disk: disk)
+        self.now = now
+        self.logger = logger
+        self.counters = LoaderCounters(configuration.metrics)
+        let hosts = HostLimiter(limit: configuration.maximumConnectionsPerHost)
+        self.hosts = hosts
+        self.coalescer = Coalescer { run, priority in hosts.setPriority(priority, of: run) }
+        let diskLimit = (disk as? DiskCache)?.configuration.sizeLimit ?? memoryConfiguration.costLimit
+        self.maximumEntrySize = configuration.maximumEntrySize ?? diskLimit / 20
+    }
+
+    deinit {
+        for task in self.background.withLock({ Array($0.values) }) { task.cancel() }
+    }
+
+    /// What the loader has done so far.
+    public var statistics: Statistics {
+        self.counters.snapshot
+    }
+
+    // MARK: - Loading
+
+    /// Loads `url` with a `GET`.
+    ///
+    /// See ``load(_:body:policy:priority:progress:)``.
+    nonisolated(nonsending) public func load(
+        _ url: URL,
+        policy: CachePolicy? = nil,
+        priority: Priority = .normal,
+        progress: (@Sendable (LoadProgress) -> Void)? = nil
+    ) async throws -> Resource {
+        try await self.load(HTTPRequest(method: .get, url: url), policy: policy, priority: priority, progress: progress)
+    }
+
+    /// Answers `request` from memory, disk or the network, as the caching rules and `policy`
+    /// decide.
+    ///
+    /// - Parameters:
+    ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
+    ///   - body: The body to send, for methods that have one.
+    ///   - policy: How this load uses the cache. Default: the configuration's.
+    ///   - priority: How soon it goes if it has to wait for its host. Default: normal.
+    ///   - progress: Told how much of the body has arrived, when it comes from the network.
+    /// - Returns: The body, the response head and where the answer came from.
+    /// - Throws: ``LoadError`` if the request has no `http` or `https` URL, the transport failed
+    ///   before a whole response arrived (and no stale response may stand in), or the body
+    ///   ended early; `CancellationError` if the task was cancelled.
+    nonisolated(nonsending) public func load(
+        _ request: HTTPRequest,
+        body: Data? = nil,
+        policy: CachePolicy? = nil,
+        priority: Priority = .normal,
+        progress: (@Sendable (LoadProgress) -> Void)? = nil
+    ) async throws -> Resource {
+        guard let url = CacheKey.url(of: request), request.scheme == "http" || request.scheme == "https" else {
+            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
+        }
+        self.counters.request()
+        let key = self.configuration.keyTransform?(url) ?? url
+        guard request.method == .get else {
+            return try await self.exchangeUncached(request, body: body, priority: priority)
+        }
+        let cached = self.lookup(key, for: request)
+        let rules = self.configuration.rules
+        let decision = rules.decision(
+            for: request,
+            stored: cached?.response.stored,
+            at: self.now(),
+            policy: policy ?? self.configuration.policy
+        )
+        let resource: Resource
+        switch (decision, cached) {
+        case (.useStored(.fresh), let cached?):
+            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk)
+        case (.useStored(.stale(let reason)), let cached?):
+            resource = self.answer(cached.response, source: .stale(reason))
+        case (.useStoredAndRevalidate, let cached?):
+            self.revalidateInBackground(request, key: key, cached: cached.response)
+            resource = self.answer(cached.response, source: .stale(.whileRevalidating))
+        case (.unavailable, _):
+            resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
+        default:  // .validate or .fetch (the rules use a stored response only if there is one)
+            let validated = decision == .validate ? cached?.response : nil
+            resource = try await self.coalescer.run(
+                Self.flightKey(key, request, validating: validated != nil),
+                priority: priority.rawValue,
+                progress: progress
+            ) { run in
+                try await self.exchange(request, key: key, validating: validated, run: run)
+            }
+        }
+        self.counters.answer(resource.source, bytes: resource.body.count)
+        return resource
+    }
+
+    /// Waits until the background revalidations started so far have finished.
+    public func waitForBackgroundRevalidations() async {
+        for task in self.background.withLock({ Array($0.values) }) { await task.value }
+    }
+
+    // MARK: - Steps
+
+    private func lookup(_ key: String, for request: HTTPRequest) -> (response: CachedResponse, tier: StorageTier)? {
+        do {
+            return try self.store.lookup(key, for: request).map { ($0.0, $0.1) }
+        } catch {
+            self.logger.debug(
+                "Reading the cache failed; loading instead",
+                metadata: ["key": "\(key)", "error": "\(error)"]
+            )
+            return nil
+        }
+    }
+
+    /// A stored response as an answer, with its current `Age`. The caller counts it.
+    private func answer(_ cached: CachedResponse, source: Resource.Source) -> Resource {
+        var response = cached.stored.response
+        let age = max(0, cached.stored.age(at: self.now()))
+        response.headerFields[.age] = String(Int(min(age, TimeInterval(CacheControl.largestDeltaSeconds))))
+        return Resource(body: cached.body, response: response, source: source)
+    }
+
+    /// Sends `request` (conditionally, if `validating` a stored response) when its host has a
+    /// free slot, reads the answer, and stores it if the rules allow.
+    private func exchange(
+        _ request: HTTPRequest,
+        key: String,
+        validating cached: CachedResponse?,
+        run: Coalescer<Resource>.Run
+    ) async throws -> Resource {
+        let host = request.authority ?? ""
+        try await self.hosts.acquire(host, ticket: run.id, priority: run.priority)
+        defer { self.hosts.release(host) }
+        var validating = cached
+        while true {
+            if let resource = try await self.send(request, key: key, validating: validating, run: run) {
+                return resource
+            }
+            // A 304 about another representation than the stored one: ask without validators.
+            validating = nil
+        }
+    }
+
+    /// One request and its answer; `nil` for a 304 that does not select the validated response.
+    private func send(
+        _ request: HTTPRequest,
+        key: String,
+        validating cached: CachedResponse?,
+        run: Coalescer<Resource>.Run
+    ) async throws -> Resource? {
+        let rules = self.configuration.rules
+        let sent = cached.map { rules.conditionalRequest(for: request, stored: $0.stored) } ?? request
+        let requestTime = self.now()
+        let reply: HTTPTransportResponse
+        do {
+            reply = try await self.transport.send(sent, body: nil)
+        } catch {
+            try Task.checkCancellation()
+            if let cached, rules.mayUseStaleOnError(cached.stored, for: request, at: self.now()) {
+                self.logger.debug(
+                    "The origin failed; answering stale",
+                    metadata: ["key": "\(key)", "error": "\(error)"]
+                )
+                return self.answer(cached, source: .stale(.originError))
+            }
+            throw LoadError(.transport, "The request to \(key) failed: \(error)", underlying: error)
+        }
+        let responseTime = self.now()
+        let status = reply.response.status.code
+        if let cached {
+            self.counters.validation(notModified: status == 304)
+            if status == 304 {
+                _ = try await self.readBody(reply, run: run)
+                guard
+                    let freshened = rules.freshened(
+                        cached.stored,
+                        with: reply.response,
+                        requestTime: requestTime,
+                        responseTime: responseTime
+                    )
+                else { return nil }
+                let updated = CachedResponse(stored: freshened, body: cached.body)
+                self.save(updated, key: key, request: request)
+                return self.answer(updated, source: .revalidated)
+            }
+            if [500, 502, 503, 504].contains(status),
+                rules.mayUseStaleOnError(cached.stored, for: request, at: responseTime)
+            {
+                _ = try? await self.readBody(reply, run: run)
+                return self.answer(cached, source: .stale(.originError))
+            }
+        }
+        let body = try await self.readBody(reply, run: run)
+        if rules.canStore(reply.response, for: request), body.count <= self.maximumEntrySize {
+            let stored = StoredResponse(
+                request: request,
+                response: reply.response,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
+            self.save(CachedResponse(stored: stored, body: body), key: key, request: request)
+        }
+        return Resource(body: body, response: reply.response, source: .network)
+    }
+
+    /// Sends a request whose answer is not stored (any method but `GET`), and invalidates what
+    /// its answer makes outdated.
+    private func exchangeUncached(_ request: HTTPRequest, body: Data?, priority: Priority) async throws -> Resource {
+        let host = request.authority ?? ""
+        let ticket = -1 - Int.random(in: 0..<Int.max)
+        try await self.hosts.acquire(host, ticket: ticket, priority: priority.rawValue)
+        defer { self.hosts.release(host) }
+        let reply: HTTPTransportResponse
+        do {
+            reply = try await self.transport.send(request, body: body)
+        } catch {
+            try Task.checkCancellation()
+            throw LoadError(
+                .transport,
+                "The request to \(request.url?.absoluteString ?? "?") failed: \(error)",
+                underlying: error
+            )
+        }
+        let received = try await self.readBody(reply, run: nil)
+        for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
+            let key = self.configuration.keyTransform?(url) ?? url
+            do { try self.store.remove(key) } catch {
+                self.logger.debug("Invalidating failed", metadata: ["key": "\(key)", "error": "\(error)"])
+            }
+        }
+        let resource = Resource(body: received, response: reply.response, source: .network)
+        self.counters.answer(.network, bytes: received.count)
+        return resource
+    }
+
+    /// Reads the whole body, reporting progress; throws if it ends before its `Content-Length`.
+    private func readBody(_ reply: HTTPTransportResponse, run: Coalescer<Resource>.Run?) async throws -> Data {
+        let expected = reply.response.headerFields[.contentLength].flatMap { Int($0) }
+        var body = Data()
+        if let expected, expected > 0 { body.reserveCapacity(min(expected, 64 << 20)) }
+        do {
+            for try await piece in reply.body {
+                body.append(piece)
+                self.counters.received(piece.count)
+                run?.report(LoadProgress(received: body.count, expected: expected))
+            }
+        } catch {
+            try Task.checkCancellation()
+            throw LoadError(.transport, "The body broke off after \(body.count) bytes: \(error)", underlying: error)
+        }
+        if let expected, body.count < expected {
+            throw LoadError(
+                .incompleteBody,
+                "The body ended after \(body.count) of the \(expected) bytes its Content-Length announced."
+            )
+        }
+        return body
+    }
+
+    private func save(_ response: CachedResponse, key: String, request: HTTPRequest) {
+        do {
+            try self.store.store(response, url: key, request: request)
+        } catch {
+            self.logger.debug("Storing a response failed", metadata: ["key": "\(key)", "error": "\(error)"])
+        }
+    }
+
+    /// Starts revalidating `cached` unless a background revalidation of `key` is running.
+    private func revalidateInBackground(_ request: HTTPRequest, key: String, cached: CachedResponse) {
+        self.background.withLock { background in
+            guard background[key] == nil else { return }
+            background[key] = Task { [weak self] in
+                guard let self else { return }
+                _ = try? await self.coalescer.run(
+                    Self.flightKey(key, request, validating: true),
+                    priority: Priority.low.rawValue,
+                    progress: nil
+                ) { run in
+                    try await self.exchange(request, key: key, validating: cached, run: run)
+                }
+                _ = self.background.withLock { $0.removeValue(forKey: key) }
+            }
+        }
+    }
+
+    /// Requests are identical when their keys, fields and kind of exchange are.
+    private static func flightKey(_ key: String, _ request: HTTPRequest, validating: Bool) -> String {
+        var flight = validating ? "validate " : "fetch "
+        flight += key
+        for field in request.headerFields {
+            flight += "\n\(field.name.canonicalName): \(field.value)"
+        }
+        return flight
+    }
+}

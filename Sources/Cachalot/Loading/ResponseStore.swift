@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTypes
+
+/// A response with its body, as the loader keeps it.
+struct CachedResponse: Sendable {
+    var stored: StoredResponse
+    var body: Data
+
+    /// The memory it holds, roughly: the body, and the head's fields.
+    var cost: Int {
+        self.body.count
+            + self.stored.response.headerFields.reduce(256) {
+                $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32
+            }
+    }
+}
+
+/// What is kept under one key.
+enum StoredEntry: Sendable {
+    case response(CachedResponse)
+    /// The URL's responses vary on these lowercased fields; each variant has its own key (see
+    /// ``CacheKey/variant(of:names:request:)``).
+    case variants([String])
+}
+
+/// Where a stored response was found.
+enum StorageTier: Sendable {
+    case memory, disk
+}
+
+/// The loader's responses in the memory tier, over the disk tier: keys, variants, and the
+/// metadata format. A disk hit is promoted to memory.
+struct ResponseStore: Sendable {
+    let memory: MemoryCache<String, StoredEntry>?
+    let disk: (any DataCaching)?
+
+    /// The stored response that `request` selects under `url`, and where it was.
+    func lookup(_ url: String, for request: HTTPRequest) throws(CacheError) -> (CachedResponse, StorageTier)? {
+        guard let (entry, tier) = try self.entry(url) else { return nil }
+        switch entry {
+        case .response(let response):
+            return (response, tier)
+        case .variants(let names):
+            let variant = CacheKey.variant(of: url, names: names, request: request)
+            guard let (entry, tier) = try self.entry(variant), case .response(let response) = entry else { return nil }
+            return (response, tier)
+        }
+    }
+
+    /// Stores `response` to `request` under `url`, or under its variant's key if it varies.
+    func store(_ response: CachedResponse, url: String, request: HTTPRequest) throws(CacheError) {
+        let names = StoredResponse.varyNames(of: response.stored.response.headerFields) ?? []
+        if names.isEmpty {
+            try self.put(.response(response), forKey: url)
+        } else {
+            try self.put(.variants(names), forKey: url)
+            try self.put(.response(response), forKey: CacheKey.variant(of: url, names: names, request: request))
+        }
+    }
+
+    /// Removes what is stored under `url`. Variants become unreachable and age out.
+    func remove(_ url: String) throws(CacheError) {
+        _ = self.memory?.removeValue(forKey: url)
+        try self.disk?.removeValue(forKey: url)
+    }
+
+    private func entry(_ key: String) throws(CacheError) -> (StoredEntry, StorageTier)? {
+        if let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
+        guard let disk = self.disk, let stored = try disk.entry(forKey: key) else { return nil }
+        guard let entry = Self.decode(stored) else {
+            // Metadata this version cannot read: the entry is of no use.
+            try disk.removeValue(forKey: key)
+            return nil
+        }
+        try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
+        return (entry, .disk)
+    }
+
+    private func put(_ entry: StoredEntry, forKey key: String) throws(CacheError) {
+        try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
+        switch entry {
+        case .response(let response):
+            try self.disk?.set(response.body, forKey: key, metadata: response.stored.encoded())
+        case .variants(let names):
+            try self.disk?.set(
+                Data(),
+                forKey: key,
+                metadata: Data((Self.variantsMagic + names.joined(separator: "\n")).utf8)
+            )
+        }
+    }
+
+    private static let variantsMagic = "CHV1\n"
+
+    private static func decode(_ entry: DataCacheEntry) -> StoredEntry? {
+        let metadata = entry.metadata
+        if metadata.starts(with: Self.variantsMagic.utf8) {
+            let names = String(decoding: metadata.dropFirst(Self.variantsMagic.utf8.count), as: UTF8.self)
+            return .variants(names.split(separator: "\n").map(String.init))
+        }
+        return StoredResponse(decoding: metadata).map { .response(CachedResponse(stored: $0, body: entry.data)) }
+    }
+
+    private static func cost(of entry: StoredEntry) -> Int {
+        switch entry {
+        case .response(let response): response.cost
+        case .variants(let names): names.reduce(64) { $0 + $1.utf8.count }
+        }
+    }
+}
