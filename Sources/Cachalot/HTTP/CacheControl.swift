@@ -200,13 +200,18 @@ struct FieldScanner {
     }
 
     /// A quoted string starting at the current `"`, without its quotes and with `\` escapes
-    /// resolved; an unterminated one runs to the end.
+    /// resolved. An unterminated one runs to the end and keeps its opening quote, so that it
+    /// reads as no valid value.
     mutating func takeQuotedString() -> String {
         self.advance()
         var result: [UInt8] = []
+        var isTerminated = false
         while let byte = self.peek {
             self.advance()
-            if byte == UInt8(ascii: "\"") { break }
+            if byte == UInt8(ascii: "\"") {
+                isTerminated = true
+                break
+            }
             if byte == UInt8(ascii: "\\"), let escaped = self.peek {
                 self.advance()
                 result.append(escaped)
@@ -214,6 +219,7 @@ struct FieldScanner {
                 result.append(byte)
             }
         }
+        if !isTerminated { result.insert(UInt8(ascii: "\""), at: 0) }
         return String(decoding: result, as: UTF8.self)
     }
 

@@ -51,9 +51,9 @@ final class Coalescer<Value: Sendable>: Sendable {
         self.onPriorityChange = onPriorityChange
     }
 
-    /// The number of runs in flight.
-    var count: Int {
-        self.state.withLock { $0.flights.count }
+    /// The number of callers waiting for runs.
+    var callers: Int {
+        self.state.withLock { $0.flights.values.reduce(0) { $0 + $1.waiters.count } }
     }
 
     /// Returns the result of `operation` for `key`: of the run in flight for it, or of a new one.

@@ -36,8 +36,8 @@ public final class ResourceLoader: Sendable {
     private let store: ResponseStore
     private let now: @Sendable () -> Date
     private let logger: Logger
-    private let coalescer: Coalescer<Resource>
-    private let hosts: HostLimiter
+    let coalescer: Coalescer<Resource>
+    let hosts: HostLimiter
     private let counters: LoaderCounters
     private let maximumEntrySize: Int
     private let background = Mutex<[String: Task<Void, Never>]>([:])

@@ -30,7 +30,10 @@ struct CacheControlTests {
 
     @Test(
         "a malformed or conflicting max-age makes the response stale",
-        arguments: ["max-age=abc", "max-age=-1", "max-age=", "max-age", "max-age=5 junk", "max-age=10, max-age=20"]
+        arguments: [
+            "max-age=abc", "max-age=-1", "max-age=", "max-age", "max-age=5 junk", "max-age=10, max-age=20",
+            "max-age=\"60",
+        ]
     )
     func invalidMaxAge(value: String) {
         let directives = CacheControl(value)

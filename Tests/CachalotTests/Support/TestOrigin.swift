@@ -1,0 +1,140 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 origin on 127.0.0.1 with a port of its own, whose answers each test
+/// scripts and whose received requests each test checks.
+///
+/// ```swift
+/// let origin = try await TestOrigin.start { request in .init(body: "hello", fields: ["Cache-Control": "max-age=60"]) }
+/// defer { origin.stop() }
+/// ```
+final class TestOrigin: Sendable {
+    /// One scripted answer.
+    struct Reply: Sendable {
+        var status = 200
+        var fields: [(String, String)] = []
+        var body = Data()
+        /// Sends only this many body bytes, then closes the connection, while `Content-Length`
+        /// announces the whole body.
+        var truncatedAfter: Int?
+
+        init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
+            self.status = status
+            self.fields = fields
+            self.body = Data(body.utf8)
+            self.truncatedAfter = truncatedAfter
+        }
+    }
+
+    typealias Handler = @Sendable (HTTPRequest) async -> Reply
+
+    let port: Int
+    private let handler: Mutex<Handler>
+    private let received = Mutex<[HTTPRequest]>([])
+    private let listener: any Channel
+    private let connections = Mutex<[any Channel]>([])
+
+    private init(port: Int, handler: @escaping Handler, listener: any Channel) {
+        self.port = port
+        self.handler = Mutex(handler)
+        self.listener = listener
+    }
+
+    /// The requests received so far, in order.
+    var requests: [HTTPRequest] {
+        self.received.withLock { $0 }
+    }
+
+    /// The URL of `path` on this origin.
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(self.port)\(path)")!
+    }
+
+    /// Answers the next requests with `handler`.
+    func respond(with handler: @escaping Handler) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    /// Stops listening and closes every connection: later requests find nobody there.
+    func stop() {
+        self.listener.close(promise: nil)
+        for connection in self.connections.withLock({ $0 }) { connection.close(promise: nil) }
+    }
+
+    /// Starts an origin that answers with `handler`.
+    static func start(_ handler: @escaping Handler = { _ in Reply() }) async throws -> TestOrigin {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel
+                    )
+                }
+            }
+        let port = channel.channel.localAddress?.port ?? 0
+        let origin = TestOrigin(port: port, handler: handler, listener: channel.channel)
+        // Every accepted connection is served (and so closed), even after stop(): NIO requires
+        // each to be closed by its owner.
+        Task {
+            _ = try? await channel.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        origin.connections.withLock { $0.append(connection.channel) }
+                        group.addTask { try? await origin.serve(connection) }
+                    }
+                }
+            }
+        }
+        return origin
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async throws {
+        try await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            for try await part in inbound {
+                switch part {
+                case .head(let received):
+                    head = received
+                case .body:
+                    continue
+                case .end:
+                    guard let head else { continue }
+                    let request = Self.request(from: head, port: self.port)
+                    self.received.withLock { $0.append(request) }
+                    let reply = await self.handler.withLock({ $0 })(request)
+                    var headers = HTTPHeaders(reply.fields)
+                    headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.count))
+                    let status = HTTPResponseStatus(statusCode: reply.status)
+                    try await outbound.write(
+                        .head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))
+                    )
+                    let sent = reply.truncatedAfter.map { reply.body.prefix($0) } ?? reply.body
+                    if !sent.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: sent)))) }
+                    // A truncated body ends with the connection, not with the message.
+                    if reply.truncatedAfter != nil { return }
+                    try await outbound.write(.end(nil))
+                }
+            }
+        }
+    }
+
+    private static func request(from head: HTTPRequestHead, port: Int) -> HTTPRequest {
+        var fields = HTTPFields()
+        for (name, value) in head.headers {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        return HTTPRequest(
+            method: HTTPRequest.Method(head.method.rawValue) ?? .get,
+            scheme: "http",
+            authority: "127.0.0.1:\(port)",
+            path: head.uri,
+            headerFields: fields
+        )
+    }
+}
