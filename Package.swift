@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Cachalot", targets: ["Cachalot"]),
         .library(name: "CachalotTesting", targets: ["CachalotTesting"]),
         .library(name: "CachalotAsyncHTTPClient", targets: ["CachalotAsyncHTTPClient"]),
+        .library(name: "CachalotURLSession", targets: ["CachalotURLSession"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -50,6 +51,15 @@ let package = Package(
             name: "CachalotTesting",
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CachalotURLSession",
+            dependencies: [
+                "Cachalot",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "CachalotTestWorker",
             dependencies: ["Cachalot", "CachalotTesting"],
@@ -63,6 +73,7 @@ let package = Package(
                 "CachalotTesting",
                 "CachalotTestWorker",
                 "CachalotAsyncHTTPClient",
+                "CachalotURLSession",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

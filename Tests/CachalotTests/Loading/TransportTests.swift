@@ -1,0 +1,65 @@
+import CachalotAsyncHTTPClient
+import CachalotTesting
+import CachalotURLSession
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Cachalot
+
+@Suite("Transports against a real origin on 127.0.0.1", .timeLimit(.minutes(1)))
+struct TransportTests {
+    static let transports: [@Sendable () -> any HTTPTransport] = [
+        { AsyncHTTPClientTransport() }, { URLSessionTransport() },
+    ]
+
+    @Test("each transport sends the method, fields and body, and returns status, fields and body", arguments: [0, 1])
+    func roundTrip(transport: Int) async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                status: 201,
+                fields: [("X-Seen", request.headerFields[HTTPField.Name("X-Sent")!] ?? "")],
+                body: "made"
+            )
+        }
+        defer { origin.stop() }
+        var request = HTTPRequest(method: .post, url: origin.url("/things?a=1"))
+        request.headerFields[HTTPField.Name("X-Sent")!] = "yes"
+        let reply = try await Self.transports[transport]().send(request, body: Data("payload".utf8))
+        var body = Data()
+        for try await piece in reply.body { body.append(piece) }
+        #expect(reply.response.status.code == 201)
+        #expect(reply.response.headerFields[HTTPField.Name("X-Seen")!] == "yes")
+        #expect(body == Data("made".utf8))
+        #expect(origin.requests.first?.method == .post)
+        #expect(origin.requests.first?.path == "/things?a=1")
+    }
+
+    @Test("neither transport caches: two identical requests both reach the origin", arguments: [0, 1])
+    func noCacheOfItsOwn(transport: Int) async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "x") }
+        defer { origin.stop() }
+        let sender = Self.transports[transport]()
+        for _ in 0..<2 {
+            let reply = try await sender.send(HTTPRequest(method: .get, url: origin.url("/same")), body: nil)
+            for try await _ in reply.body {}
+        }
+        #expect(origin.requests.count == 2)
+    }
+
+    @Test("a 304 reaches the loader as a 304, which freshens the stored response", arguments: [0, 1])
+    func notModifiedPassesThrough(transport: Int) async throws {
+        let origin = try await TestOrigin.start { request in
+            request.headerFields[.ifNoneMatch] == "\"t\""
+                ? .init(status: 304, fields: [("ETag", "\"t\""), ("Cache-Control", "max-age=1")])
+                : .init(fields: [("ETag", "\"t\""), ("Cache-Control", "max-age=1")], body: "kept")
+        }
+        defer { origin.stop() }
+        let clock = ManualWallClock()
+        let loader = try ResourceLoader(transport: Self.transports[transport](), now: { clock.now })
+        _ = try await loader.load(origin.url("/v"))
+        clock.advance(by: 5)
+        let answer = try await loader.load(origin.url("/v"))
+        #expect(answer.source == .revalidated && answer.body == Data("kept".utf8))
+    }
+}
