@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CachalotTesting", targets: ["CachalotTesting"]),
         .library(name: "CachalotAsyncHTTPClient", targets: ["CachalotAsyncHTTPClient"]),
         .library(name: "CachalotURLSession", targets: ["CachalotURLSession"]),
+        .library(name: "CachalotTestOrigin", targets: ["CachalotTestOrigin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -60,6 +61,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CachalotTestOrigin",
+            dependencies: [
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "CachalotTestWorker",
             dependencies: ["Cachalot", "CachalotTesting"],
@@ -74,11 +85,9 @@ let package = Package(
                 "CachalotTestWorker",
                 "CachalotAsyncHTTPClient",
                 "CachalotURLSession",
+                "CachalotTestOrigin",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CachalotAsyncHTTPClient
+import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes

@@ -1,4 +1,5 @@
 import CachalotAsyncHTTPClient
+import CachalotTestOrigin
 import CachalotTesting
 import CachalotURLSession
 import Foundation

@@ -6,33 +6,49 @@ import NIOPosix
 import Synchronization
 
 /// A real HTTP/1.1 origin on 127.0.0.1 with a port of its own, whose answers each test
-/// scripts and whose received requests each test checks.
+/// scripts and whose received requests each test checks: for tests and benchmarks of code that
+/// loads over HTTP, without the internet.
 ///
 /// ```swift
-/// let origin = try await TestOrigin.start { request in .init(body: "hello", fields: ["Cache-Control": "max-age=60"]) }
+/// let origin = try await TestOrigin.start { request in
+///     .init(fields: [("Cache-Control", "max-age=60")], body: "hello")
+/// }
 /// defer { origin.stop() }
+/// let resource = try await loader.load(origin.url("/hello"))
+/// #expect(origin.requests.count == 1)
 /// ```
-final class TestOrigin: Sendable {
+public final class TestOrigin: Sendable {
     /// One scripted answer.
-    struct Reply: Sendable {
-        var status = 200
-        var fields: [(String, String)] = []
-        var body = Data()
+    public struct Reply: Sendable {
+        /// The status code.
+        public var status: Int
+        /// The header fields, in order; `Content-Length` is added.
+        public var fields: [(String, String)]
+        /// The body.
+        public var body: Data
         /// Sends only this many body bytes, then closes the connection, while `Content-Length`
         /// announces the whole body.
-        var truncatedAfter: Int?
+        public var truncatedAfter: Int?
 
-        init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
+        /// Creates an answer with a text body.
+        public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
+            self.init(status: status, fields: fields, data: Data(body.utf8), truncatedAfter: truncatedAfter)
+        }
+
+        /// Creates an answer with a body of bytes.
+        public init(status: Int = 200, fields: [(String, String)] = [], data: Data, truncatedAfter: Int? = nil) {
             self.status = status
             self.fields = fields
-            self.body = Data(body.utf8)
+            self.body = data
             self.truncatedAfter = truncatedAfter
         }
     }
 
-    typealias Handler = @Sendable (HTTPRequest) async -> Reply
+    /// Answers a request.
+    public typealias Handler = @Sendable (HTTPRequest) async -> Reply
 
-    let port: Int
+    /// The port it listens on.
+    public let port: Int
     private let handler: Mutex<Handler>
     private let received = Mutex<[HTTPRequest]>([])
     private let listener: any Channel
@@ -45,28 +61,28 @@ final class TestOrigin: Sendable {
     }
 
     /// The requests received so far, in order.
-    var requests: [HTTPRequest] {
+    public var requests: [HTTPRequest] {
         self.received.withLock { $0 }
     }
 
     /// The URL of `path` on this origin.
-    func url(_ path: String) -> URL {
+    public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(self.port)\(path)")!
     }
 
     /// Answers the next requests with `handler`.
-    func respond(with handler: @escaping Handler) {
+    public func respond(with handler: @escaping Handler) {
         self.handler.withLock { $0 = handler }
     }
 
     /// Stops listening and closes every connection: later requests find nobody there.
-    func stop() {
+    public func stop() {
         self.listener.close(promise: nil)
         for connection in self.connections.withLock({ $0 }) { connection.close(promise: nil) }
     }
 
     /// Starts an origin that answers with `handler`.
-    static func start(_ handler: @escaping Handler = { _ in Reply() }) async throws -> TestOrigin {
+    public static func start(_ handler: @escaping Handler = { _ in Reply() }) async throws -> TestOrigin {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .bind(host: "127.0.0.1", port: 0) { channel in
