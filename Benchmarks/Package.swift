@@ -37,6 +37,18 @@ let package = Package(
             path: "Benchmarks/DiskCache",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "LoaderBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Cachalot", package: "Cachalot"),
+                .product(name: "CachalotAsyncHTTPClient", package: "Cachalot"),
+                .product(name: "CachalotTestOrigin", package: "Cachalot"),
+                .product(name: "CachalotTesting", package: "Cachalot"),
+            ],
+            path: "Benchmarks/Loader",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

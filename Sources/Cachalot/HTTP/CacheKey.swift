@@ -43,6 +43,16 @@ public enum CacheKey {
     }
 
     private static func normalized(scheme: String, authority: String, path: String?) -> String {
+        if let path, path.utf8.first == UInt8(ascii: "/"), Self.isNormalized(scheme: scheme, authority: authority) {
+            // The usual case, already in key form: the parts copied into one allocation.
+            let (schemeLength, authorityLength) = (scheme.utf8.count, authority.utf8.count)
+            return String(unsafeUninitializedCapacity: schemeLength + 3 + authorityLength + path.utf8.count) { buffer in
+                var offset = Self.copy(scheme, into: buffer, at: 0)
+                offset = Self.copy("://", into: buffer, at: offset)
+                offset = Self.copy(authority, into: buffer, at: offset)
+                return Self.copy(path, into: buffer, at: offset)
+            }
+        }
         let scheme = scheme.lowercased()
         var authority = authority.lowercased()
         // Credentials are no part of the resource's identity.
@@ -52,6 +62,36 @@ public enum CacheKey {
         var path = path ?? "/"
         if path.isEmpty || path.first == "?" { path = "/" + path }
         return "\(scheme)://\(authority)\(path)"
+    }
+
+    /// Whether the scheme is `http` or `https` and the authority has no capital letter, no
+    /// credentials and no default port.
+    private static func isNormalized(scheme: String, authority: String) -> Bool {
+        let defaultPort: String
+        switch scheme {
+        case "https": defaultPort = ":443"
+        case "http": defaultPort = ":80"
+        default: return false
+        }
+        guard !authority.hasSuffix(defaultPort) else { return false }
+        var authority = authority
+        return authority.withUTF8 { bytes in
+            for byte in bytes
+            where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "@") {
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Copies the UTF-8 of `part` into `buffer` at `offset`; returns the offset after it.
+    private static func copy(_ part: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
+        var part = part
+        return part.withUTF8 { bytes in
+            guard let source = bytes.baseAddress else { return offset }
+            (buffer.baseAddress! + offset).initialize(from: source, count: bytes.count)
+            return offset + bytes.count
+        }
     }
 
     private static func bracketed(_ host: String) -> String {

@@ -146,10 +146,12 @@ public struct CacheRules: Sendable, Hashable {
     /// The request's directives; without `Cache-Control`, `Pragma: no-cache` counts as
     /// `no-cache` (RFC 9111 §5.4).
     static func requestDirectives(_ request: HTTPRequest) -> CacheControl {
+        // Most requests carry neither field: nothing to parse.
+        guard !request.headerFields.isEmpty else { return CacheControl() }
         let values = request.headerFields[values: .cacheControl]
         var directives = CacheControl(values)
-        if values.isEmpty, let pragma = HTTPField.Name("Pragma"),
-            request.headerFields[values: pragma].contains(where: {
+        if values.isEmpty,
+            request.headerFields[values: Self.pragma].contains(where: {
                 CacheControl.directives(in: $0).contains { $0.name == "no-cache" }
             })
         {
@@ -157,4 +159,7 @@ public struct CacheRules: Sendable, Hashable {
         }
         return directives
     }
+
+    // "Pragma" is a valid field name, so the initializer cannot fail.
+    private static let pragma = HTTPField.Name("Pragma")!
 }

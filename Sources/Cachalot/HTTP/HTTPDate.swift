@@ -22,38 +22,54 @@ public enum HTTPDate {
     ///   - text: A field value such as that of `Date`, `Expires` or `Last-Modified`.
     ///   - now: The present, against which a two-digit year is read. Default: the system's time.
     public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
-        var tokens: [Substring] = []
-        for token in String(text).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," || $0 == "-" }) {
-            tokens.append(token)
-            if tokens.count > 6 { return nil }
+        var text = String(text)
+        return text.withUTF8 { Self.parse($0, now: now) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, now: Date) -> Date? {
+        // Up to six tokens, split at spaces, tabs, commas and hyphens, as ranges of `bytes`.
+        var tokens: [Range<Int>] = []
+        tokens.reserveCapacity(6)
+        var start: Int?
+        for index in 0...bytes.count {
+            let isSeparator =
+                index == bytes.count || bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t")
+                || bytes[index] == UInt8(ascii: ",") || bytes[index] == UInt8(ascii: "-")
+            if isSeparator {
+                if let first = start {
+                    guard tokens.count < 6 else { return nil }
+                    tokens.append(first..<index)
+                    start = nil
+                }
+            } else if start == nil {
+                start = index
+            }
         }
-        guard tokens.count >= 5, Self.isDayName(tokens[0]) else { return nil }
-        let day: Substring
-        let month: Substring
-        let year: Substring
-        let time: Substring
+        guard tokens.count >= 5, Self.isDayName(bytes, tokens[0]) else { return nil }
+        let (day, month, year, time): (Range<Int>, Range<Int>, Range<Int>, Range<Int>)
         if tokens.count == 6 {
             // IMF-fixdate or RFC 850: day month year time GMT.
-            guard tokens[5] == "GMT" else { return nil }
+            guard Self.equals(bytes, tokens[5], "GMT") else { return nil }
             (day, month, year, time) = (tokens[1], tokens[2], tokens[3], tokens[4])
         } else {
             // asctime: month day time year.
             (month, day, time, year) = (tokens[1], tokens[2], tokens[3], tokens[4])
         }
-        guard let monthNumber = Self.month(month), let dayNumber = Self.number(day, digits: 1...2),
-            var yearNumber = Self.number(year, digits: 2...4), year.count != 3
+        guard let monthNumber = Self.month(bytes, month), let dayNumber = Self.number(bytes, day, digits: 1...2),
+            var yearNumber = Self.number(bytes, year, digits: 2...4), year.count != 3,
+            time.count == 8, bytes[time.lowerBound + 2] == UInt8(ascii: ":"),
+            bytes[time.lowerBound + 5] == UInt8(ascii: ":"),
+            let hour = Self.number(bytes, time.lowerBound..<time.lowerBound + 2, digits: 2...2),
+            let minute = Self.number(bytes, time.lowerBound + 3..<time.lowerBound + 5, digits: 2...2),
+            let second = Self.number(bytes, time.lowerBound + 6..<time.lowerBound + 8, digits: 2...2),
+            hour < 24, minute < 60, second <= 60
         else { return nil }
         if year.count == 2 {
             yearNumber += 1900
             let currentYear = Self.civil(fromDays: Int(now.timeIntervalSince1970 / 86_400)).year
             while yearNumber < currentYear - 49 { yearNumber += 100 }
         }
-        let clock = time.split(separator: ":", omittingEmptySubsequences: false)
-        guard clock.count == 3, let hour = Self.number(clock[0], digits: 2...2),
-            let minute = Self.number(clock[1], digits: 2...2), let second = Self.number(clock[2], digits: 2...2),
-            hour < 24, minute < 60, second <= 60,
-            dayNumber >= 1, dayNumber <= Self.daysIn(month: monthNumber, year: yearNumber)
-        else { return nil }
+        guard dayNumber >= 1, dayNumber <= Self.daysIn(month: monthNumber, year: yearNumber) else { return nil }
         let days = Self.days(fromYear: yearNumber, month: monthNumber, day: dayNumber)
         // A leap second is read as the last second of its minute.
         let seconds = days * 86_400 + hour * 3_600 + minute * 60 + min(second, 59)
@@ -76,25 +92,39 @@ public enum HTTPDate {
 
     private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let longDayNames = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+    private static let shortDayNames = Self.longDayNames.map { String($0.prefix(3)) }
     private static let monthNames = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ]
 
-    private static func isDayName(_ token: Substring) -> Bool {
-        let lowered = token.lowercased()
-        return Self.longDayNames.contains { $0 == lowered || $0.prefix(3) == lowered }
+    /// Whether `bytes[range]` is a day's name, short or long, in any case.
+    private static func isDayName(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
+        let names = range.count == 3 ? Self.shortDayNames : Self.longDayNames
+        return names.contains { Self.equals(bytes, range, $0) }
     }
 
-    private static func month(_ token: Substring) -> Int? {
-        let lowered = token.lowercased()
-        return Self.monthNames.firstIndex { $0.lowercased() == lowered }.map { $0 + 1 }
+    /// The number (1 to 12) of the month `bytes[range]` names, in any case.
+    private static func month(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+        Self.monthNames.firstIndex { Self.equals(bytes, range, $0) }.map { $0 + 1 }
     }
 
-    /// The decimal number `token` spells with a count of digits in `digits`, and nothing else.
-    private static func number(_ token: Substring, digits: ClosedRange<Int>) -> Int? {
-        guard digits.contains(token.utf8.count) else { return nil }
+    /// Whether `bytes[range]` is the ASCII `word`, ignoring case.
+    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ word: String) -> Bool {
+        guard range.count == word.utf8.count else { return false }
+        return zip(range, word.utf8).allSatisfy { index, expected in bytes[index] | 0x20 == expected | 0x20 }
+    }
+
+    /// The decimal number `bytes[range]` spells with a count of digits in `digits`, and nothing
+    /// else.
+    private static func number(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ range: Range<Int>,
+        digits: ClosedRange<Int>
+    ) -> Int? {
+        guard digits.contains(range.count) else { return nil }
         var value = 0
-        for byte in token.utf8 {
+        for index in range {
+            let byte = bytes[index]
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             value = value * 10 + Int(byte - UInt8(ascii: "0"))
         }

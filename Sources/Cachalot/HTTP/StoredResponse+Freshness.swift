@@ -42,6 +42,8 @@ struct FreshnessFacts: Sendable, Hashable {
     let correctedInitialAge: TimeInterval
     let privateLifetime: TimeInterval
     let sharedLifetime: TimeInterval
+    /// The lowercased names `Vary` lists, or `nil` for `Vary: *`.
+    let varyNames: [String]?
 
     init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date) {
         let fields = response.headerFields
@@ -54,6 +56,7 @@ struct FreshnessFacts: Sendable, Hashable {
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         self.directives = directives
         self.date = date
+        self.varyNames = StoredResponse.varyNames(of: fields)
         self.correctedInitialAge = max(apparentAge, TimeInterval(ageValue) + responseDelay)
 
         let explicitLifetime: TimeInterval?

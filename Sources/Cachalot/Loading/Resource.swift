@@ -5,16 +5,41 @@ import HTTPTypes
 public struct Resource: Sendable {
     /// The body.
     public var body: Data
-    /// The status and header fields. An answer from the cache carries `Age` (RFC 9111 §5.1).
-    public var response: HTTPResponse
     /// Where the answer came from.
     public var source: Source
+    private var head: HTTPResponse
+    /// The `Age` of an answer from the cache, added to the head when it is read: most callers
+    /// of a memory hit want only the body, and adding a field copies the head.
+    private var age: Int?
+
+    /// The status and header fields. An answer from the cache carries `Age` (RFC 9111 §5.1).
+    public var response: HTTPResponse {
+        get {
+            guard let age = self.age else { return self.head }
+            var head = self.head
+            head.headerFields[.age] = String(age)
+            return head
+        }
+        set {
+            self.head = newValue
+            self.age = nil
+        }
+    }
 
     /// Creates a resource.
     public init(body: Data, response: HTTPResponse, source: Source) {
         self.body = body
-        self.response = response
+        self.head = response
         self.source = source
+        self.age = nil
+    }
+
+    /// A resource answered from the cache, `age` seconds old.
+    init(body: Data, stored: HTTPResponse, age: Int, source: Source) {
+        self.body = body
+        self.head = stored
+        self.source = source
+        self.age = age
     }
 
     /// Where an answer came from.

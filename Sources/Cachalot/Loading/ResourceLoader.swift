@@ -129,22 +129,23 @@ public final class ResourceLoader: Sendable {
             return try await self.exchangeUncached(request, body: body, priority: priority)
         }
         let cached = self.lookup(key, for: request)
+        let now = self.now()
         let rules = self.configuration.rules
         let decision = rules.decision(
             for: request,
             stored: cached?.response.stored,
-            at: self.now(),
+            at: now,
             policy: policy ?? self.configuration.policy
         )
         let resource: Resource
         switch (decision, cached) {
         case (.useStored(.fresh), let cached?):
-            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk)
+            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk, at: now)
         case (.useStored(.stale(let reason)), let cached?):
-            resource = self.answer(cached.response, source: .stale(reason))
+            resource = self.answer(cached.response, source: .stale(reason), at: now)
         case (.useStoredAndRevalidate, let cached?):
             self.revalidateInBackground(request, key: key, cached: cached.response)
-            resource = self.answer(cached.response, source: .stale(.whileRevalidating))
+            resource = self.answer(cached.response, source: .stale(.whileRevalidating), at: now)
         case (.unavailable, _):
             resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
@@ -180,12 +181,10 @@ public final class ResourceLoader: Sendable {
         }
     }
 
-    /// A stored response as an answer, with its current `Age`. The caller counts it.
-    private func answer(_ cached: CachedResponse, source: Resource.Source) -> Resource {
-        var response = cached.stored.response
-        let age = max(0, cached.stored.age(at: self.now()))
-        response.headerFields[.age] = String(Int(min(age, TimeInterval(CacheControl.largestDeltaSeconds))))
-        return Resource(body: cached.body, response: response, source: source)
+    /// A stored response as an answer at `now`, with its current `Age`. The caller counts it.
+    private func answer(_ cached: CachedResponse, source: Resource.Source, at now: Date) -> Resource {
+        let age = min(max(0, cached.stored.age(at: now)), TimeInterval(CacheControl.largestDeltaSeconds))
+        return Resource(body: cached.body, stored: cached.stored.response, age: Int(age), source: source)
     }
 
     /// Sends `request` (conditionally, if `validating` a stored response) when its host has a
@@ -224,12 +223,13 @@ public final class ResourceLoader: Sendable {
             reply = try await self.transport.send(sent, body: nil)
         } catch {
             try Task.checkCancellation()
-            if let cached, rules.mayUseStaleOnError(cached.stored, for: request, at: self.now()) {
+            let now = self.now()
+            if let cached, rules.mayUseStaleOnError(cached.stored, for: request, at: now) {
                 self.logger.debug(
                     "The origin failed; answering stale",
                     metadata: ["key": "\(key)", "error": "\(error)"]
                 )
-                return self.answer(cached, source: .stale(.originError))
+                return self.answer(cached, source: .stale(.originError), at: now)
             }
             throw LoadError(.transport, "The request to \(key) failed: \(error)", underlying: error)
         }
@@ -249,13 +249,13 @@ public final class ResourceLoader: Sendable {
                 else { return nil }
                 let updated = CachedResponse(stored: freshened, body: cached.body)
                 self.save(updated, key: key, request: request)
-                return self.answer(updated, source: .revalidated)
+                return self.answer(updated, source: .revalidated, at: responseTime)
             }
             if [500, 502, 503, 504].contains(status),
                 rules.mayUseStaleOnError(cached.stored, for: request, at: responseTime)
             {
                 _ = try? await self.readBody(reply, run: run)
-                return self.answer(cached, source: .stale(.originError))
+                return self.answer(cached, source: .stale(.originError), at: responseTime)
             }
         }
         let body = try await self.readBody(reply, run: run)

@@ -1,10 +1,16 @@
 import Foundation
 import HTTPTypes
 
-/// A response with its body, as the loader keeps it.
-struct CachedResponse: Sendable {
-    var stored: StoredResponse
-    var body: Data
+/// A response with its body, as the loader keeps it: one object, so that a memory hit
+/// copies a reference rather than the head's many parts.
+final class CachedResponse: Sendable {
+    let stored: StoredResponse
+    let body: Data
+
+    init(stored: StoredResponse, body: Data) {
+        self.stored = stored
+        self.body = body
+    }
 
     /// The memory it holds, roughly: the body, and the head's fields.
     var cost: Int {

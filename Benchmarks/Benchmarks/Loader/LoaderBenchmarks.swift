@@ -1,0 +1,183 @@
+import Benchmark
+import Cachalot
+import CachalotAsyncHTTPClient
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// The loader against what it is built on, timed in one iteration in alternating order (see
+// the disk benchmarks): a memory hit against a MemoryCache get, a fresh disk hit against a
+// DiskCache get of the same entry, and a miss against the same request sent with the transport.
+// Hits are timed over 100 calls, network loads over 10.
+
+let body = Data((0..<(32 << 10)).map { UInt8(truncatingIfNeeded: $0) })
+
+/// What every benchmark here needs, made once by the first setup.
+struct Fixtures: Sendable {
+    let origin: TestOrigin
+    let directory: TemporaryDirectory
+    let memoryLoader: ResourceLoader
+    let memoryBaseline: MemoryCache<String, Data>
+    let diskLoader: ResourceLoader
+    let disk: DiskCache
+    let missLoader: ResourceLoader
+    let transport: AsyncHTTPClientTransport
+    /// Requests for 100 URLs on the origin, and their keys.
+    let requests: [HTTPRequest]
+    let keys: [String]
+
+    static func make() async throws -> Fixtures {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=3600")], data: body) }
+        let directory = try TemporaryDirectory()
+        let transport = AsyncHTTPClientTransport()
+        let requests = (0..<100).map { HTTPRequest(method: .get, url: origin.url("/images/\($0).jpg?w=256")) }
+        let keys = requests.map { CacheKey.url(of: $0)! }
+        let memoryLoader = try ResourceLoader(transport: transport)
+        let memoryBaseline = try MemoryCache<String, Data>()
+        let disk = try DiskCache(directory: directory.url.appending(path: "hits"))
+        let diskLoader = try ResourceLoader(configuration: .init(memoryCostLimit: 0), transport: transport, disk: disk)
+        for (request, key) in zip(requests, keys) {
+            _ = try await memoryLoader.load(request)
+            _ = try await diskLoader.load(request)
+            try memoryBaseline.set(body, forKey: key, cost: body.count)
+        }
+        let missLoader = try ResourceLoader(
+            configuration: .init(policy: .reloadIgnoringCacheData),
+            transport: transport,
+            disk: DiskCache(directory: directory.url.appending(path: "misses"))
+        )
+        return Fixtures(
+            origin: origin,
+            directory: directory,
+            memoryLoader: memoryLoader,
+            memoryBaseline: memoryBaseline,
+            diskLoader: diskLoader,
+            disk: disk,
+            missLoader: missLoader,
+            transport: transport,
+            requests: requests,
+            keys: keys
+        )
+    }
+}
+
+nonisolated(unsafe) var fixtures: Fixtures?
+
+func setUp() async throws {
+    if fixtures == nil { fixtures = try await Fixtures.make() }
+}
+
+/// Times `subject` and `baseline` one after the other, the subject first in odd iterations, and
+/// returns the ratio of their times × 1,000.
+func timedInAlternatingOrder(
+    _ iteration: Int,
+    _ subject: () async throws -> Void,
+    baseline: () async throws -> Void
+) async throws -> Int {
+    let clock = ContinuousClock()
+    var subjectTime = Duration.zero
+    var baselineTime = Duration.zero
+    if iteration.isMultiple(of: 2) {
+        baselineTime = try await clock.measure(baseline)
+        subjectTime = try await clock.measure(subject)
+    } else {
+        subjectTime = try await clock.measure(subject)
+        baselineTime = try await clock.measure(baseline)
+    }
+    return Int((subjectTime / baselineTime * 1_000).rounded())
+}
+
+/// Reads a transport's answer whole, as the loader does.
+func readAll(_ reply: HTTPTransportResponse) async throws -> Data {
+    var data = Data()
+    for try await piece in reply.body { data.append(piece) }
+    return data
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let ratio = BenchmarkMetric.custom("ratio × 1000", polarity: .prefersSmaller, useScalingFactor: false)
+    let ratioConfiguration = Benchmark.Configuration(
+        metrics: [ratio],
+        warmupIterations: 3,
+        maxDuration: .seconds(5),
+        setup: setUp
+    )
+    nonisolated(unsafe) var iteration = 0
+
+    Benchmark(
+        "memory hit through the loader against a MemoryCache get, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        let measured = try await timedInAlternatingOrder(iteration) {
+            for request in fixtures.requests { blackHole(try await fixtures.memoryLoader.load(request)) }
+        } baseline: {
+            for key in fixtures.keys { blackHole(fixtures.memoryBaseline.value(forKey: key)) }
+        }
+        benchmark.measurement(ratio, measured)
+    }
+
+    Benchmark(
+        "fresh disk hit through the loader against a DiskCache get, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        let measured = try await timedInAlternatingOrder(iteration) {
+            for request in fixtures.requests { blackHole(try await fixtures.diskLoader.load(request)) }
+        } baseline: {
+            for key in fixtures.keys { blackHole(try fixtures.disk.entry(forKey: key)) }
+        }
+        benchmark.measurement(ratio, measured)
+    }
+
+    Benchmark(
+        "miss from the loopback origin against the transport alone, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        let measured = try await timedInAlternatingOrder(iteration) {
+            for request in fixtures.requests.prefix(10) { blackHole(try await fixtures.missLoader.load(request)) }
+        } baseline: {
+            for request in fixtures.requests.prefix(10) {
+                blackHole(try await readAll(fixtures.transport.send(request, body: nil)))
+            }
+        }
+        benchmark.measurement(ratio, measured)
+    }
+
+    // Beside them: times per 10 loads of a stored URL through the loader and through
+    // URLSession with its URLCache, which on Linux never stores and so always asks the origin.
+
+    let timeConfiguration = Benchmark.Configuration(
+        metrics: [.wallClock],
+        warmupIterations: 3,
+        maxDuration: .seconds(3),
+        setup: setUp
+    )
+    Benchmark("10 loads of a stored URL: ResourceLoader", configuration: timeConfiguration) { _ in
+        let fixtures = fixtures!
+        for request in fixtures.requests.prefix(10) { blackHole(try await fixtures.memoryLoader.load(request)) }
+    }
+    let session: URLSession = {
+        let configuration = URLSessionConfiguration.default
+        configuration.urlCache = URLCache(memoryCapacity: 16 << 20, diskCapacity: 256 << 20, diskPath: nil)
+        return URLSession(configuration: configuration)
+    }()
+    Benchmark("10 loads of a stored URL: URLSession with URLCache", configuration: timeConfiguration) { _ in
+        let fixtures = fixtures!
+        for request in fixtures.requests.prefix(10) {
+            blackHole(try await session.data(from: request.url!))
+        }
+    }
+}
