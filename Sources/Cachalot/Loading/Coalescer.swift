@@ -15,6 +15,21 @@ final class Coalescer<Value: Sendable>: Sendable {
         let priority: Int
         /// Tells the run's current callers how far it got.
         let report: @Sendable (LoadProgress) -> Void
+        /// Work the run does once its callers have their answer.
+        let afterAnswering = DeferredWork()
+    }
+
+    /// Work to do after a run's callers are answered, such as writing what they got to disk.
+    final class DeferredWork: Sendable {
+        private let work = Mutex<[@Sendable () -> Void]>([])
+
+        func add(_ work: @escaping @Sendable () -> Void) {
+            self.work.withLock { $0.append(work) }
+        }
+
+        fileprivate func run() {
+            for work in self.work.withLock({ $0 }) { work() }
+        }
     }
 
     private struct Waiter {
@@ -123,6 +138,7 @@ final class Coalescer<Value: Sendable>: Sendable {
                     result = .failure(error)
                 }
                 self.finish(key, run: id, with: result)
+                run.afterAnswering.run()
             }
             let isAbandoned = self.state.withLock { state in
                 guard state.flights[key]?.id == id else { return true }

@@ -40,7 +40,10 @@ public final class ResourceLoader: Sendable {
     let hosts: HostLimiter
     private let counters: LoaderCounters
     private let maximumEntrySize: Int
-    private let background = Mutex<[String: Task<Void, Never>]>([:])
+    /// Background revalidations in flight, by key.
+    private let revalidations = Mutex<[String: Task<Void, Never>]>([:])
+    /// Background revalidations and disk writes not yet done.
+    private let pending = PendingWork()
 
     /// Makes a loader.
     ///
@@ -78,7 +81,7 @@ public final class ResourceLoader: Sendable {
     }
 
     deinit {
-        for task in self.background.withLock({ Array($0.values) }) { task.cancel() }
+        for task in self.revalidations.withLock({ Array($0.values) }) { task.cancel() }
     }
 
     /// What the loader has done so far.
@@ -162,9 +165,11 @@ public final class ResourceLoader: Sendable {
         return resource
     }
 
-    /// Waits until the background revalidations started so far have finished.
-    public func waitForBackgroundRevalidations() async {
-        for task in self.background.withLock({ Array($0.values) }) { await task.value }
+    /// Waits until the work the loader does after answering is done: writing responses to
+    /// disk, and background revalidations (`stale-while-revalidate`). Call it before the process
+    /// exits, so that what was loaded is on disk for the next launch.
+    public func waitForBackgroundWork() async {
+        await self.pending.waitUntilIdle()
     }
 
     // MARK: - Steps
@@ -248,7 +253,7 @@ public final class ResourceLoader: Sendable {
                     )
                 else { return nil }
                 let updated = CachedResponse(stored: freshened, body: cached.body)
-                self.save(updated, key: key, request: request)
+                self.save(updated, key: key, request: request, run: run)
                 return self.answer(updated, source: .revalidated, at: responseTime)
             }
             if [500, 502, 503, 504].contains(status),
@@ -266,7 +271,7 @@ public final class ResourceLoader: Sendable {
                 requestTime: requestTime,
                 responseTime: responseTime
             )
-            self.save(CachedResponse(stored: stored, body: body), key: key, request: request)
+            self.save(CachedResponse(stored: stored, body: body), key: key, request: request, run: run)
         }
         return Resource(body: body, response: reply.response, source: .network)
     }
@@ -325,19 +330,28 @@ public final class ResourceLoader: Sendable {
         return body
     }
 
-    private func save(_ response: CachedResponse, key: String, request: HTTPRequest) {
-        do {
-            try self.store.store(response, url: key, request: request)
-        } catch {
-            self.logger.debug("Storing a response failed", metadata: ["key": "\(key)", "error": "\(error)"])
+    /// Stores `response` in memory now, and on disk once the run's callers have their answer:
+    /// a miss does not wait for the disk.
+    private func save(_ response: CachedResponse, key: String, request: HTTPRequest, run: Coalescer<Resource>.Run) {
+        let write = self.store.store(response, url: key, request: request)
+        self.pending.begin()
+        run.afterAnswering.add { [pending, logger] in
+            do {
+                try write.perform()
+            } catch {
+                logger.debug("Storing a response failed", metadata: ["key": "\(key)", "error": "\(error)"])
+            }
+            pending.end()
         }
     }
 
     /// Starts revalidating `cached` unless a background revalidation of `key` is running.
     private func revalidateInBackground(_ request: HTTPRequest, key: String, cached: CachedResponse) {
-        self.background.withLock { background in
-            guard background[key] == nil else { return }
-            background[key] = Task { [weak self] in
+        self.revalidations.withLock { revalidations in
+            guard revalidations[key] == nil else { return }
+            self.pending.begin()
+            revalidations[key] = Task { [weak self, pending] in
+                defer { pending.end() }
                 guard let self else { return }
                 _ = try? await self.coalescer.run(
                     Self.flightKey(key, request, validating: true),
@@ -346,7 +360,7 @@ public final class ResourceLoader: Sendable {
                 ) { run in
                     try await self.exchange(request, key: key, validating: cached, run: run)
                 }
-                _ = self.background.withLock { $0.removeValue(forKey: key) }
+                _ = self.revalidations.withLock { $0.removeValue(forKey: key) }
             }
         }
     }
@@ -359,5 +373,34 @@ public final class ResourceLoader: Sendable {
             flight += "\n\(field.name.canonicalName): \(field.value)"
         }
         return flight
+    }
+}
+
+/// Counts work not yet done, and lets tasks wait until there is none.
+final class PendingWork: Sendable {
+    private let state = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+    func begin() {
+        self.state.withLock { $0.count += 1 }
+    }
+
+    func end() {
+        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilIdle() async {
+        await withCheckedContinuation { continuation in
+            let isIdle = self.state.withLock { state in
+                if state.count > 0 { state.waiters.append(continuation) }
+                return state.count == 0
+            }
+            if isIdle { continuation.resume() }
+        }
     }
 }

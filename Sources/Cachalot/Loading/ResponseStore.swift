@@ -53,15 +53,25 @@ struct ResponseStore: Sendable {
         }
     }
 
-    /// Stores `response` to `request` under `url`, or under its variant's key if it varies.
-    func store(_ response: CachedResponse, url: String, request: HTTPRequest) throws(CacheError) {
+    /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in
+    /// memory at once; returns the write to disk, for the caller to make when it suits.
+    func store(_ response: CachedResponse, url: String, request: HTTPRequest) -> DiskWrite {
         let names = StoredResponse.varyNames(of: response.stored.response.headerFields) ?? []
-        if names.isEmpty {
-            try self.put(.response(response), forKey: url)
-        } else {
-            try self.put(.variants(names), forKey: url)
-            try self.put(.response(response), forKey: CacheKey.variant(of: url, names: names, request: request))
+        let entries: [(StoredEntry, String)] =
+            names.isEmpty
+            ? [(.response(response), url)]
+            : [(.variants(names), url), (.response(response), CacheKey.variant(of: url, names: names, request: request))]
+        for (entry, key) in entries {
+            try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         }
+        return DiskWrite { () throws(CacheError) in
+            for (entry, key) in entries { try self.write(entry, forKey: key) }
+        }
+    }
+
+    /// The disk half of storing a response.
+    struct DiskWrite: Sendable {
+        let perform: @Sendable () throws(CacheError) -> Void
     }
 
     /// Removes what is stored under `url`. Variants become unreachable and age out.
@@ -82,8 +92,7 @@ struct ResponseStore: Sendable {
         return (entry, .disk)
     }
 
-    private func put(_ entry: StoredEntry, forKey key: String) throws(CacheError) {
-        try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
+    private func write(_ entry: StoredEntry, forKey key: String) throws(CacheError) {
         switch entry {
         case .response(let response):
             try self.disk?.set(response.body, forKey: key, metadata: response.stored.encoded())

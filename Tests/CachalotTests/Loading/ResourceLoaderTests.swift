@@ -45,6 +45,7 @@ struct ResourceLoaderTests {
         let second = try await loader.load(origin.url("/a?x=1"))
         #expect(second.source == .memory)
         #expect(second.response.headerFields[.age] == "30")
+        await loader.waitForBackgroundWork()
         let other = try self.makeLoader()
         #expect(try await other.load(origin.url("/a?x=1")).source == .disk)
         #expect(try await other.load(origin.url("/a?x=1")).source == .memory)
@@ -81,6 +82,18 @@ struct ResourceLoaderTests {
         )
         #expect(origin.requests.count == 2)
         #expect(loader.statistics.revalidations == 1 && loader.statistics.notModified == 1)
+    }
+
+    @Test("what a miss stores reaches the disk by the time waitForBackgroundWork() returns")
+    func diskWriteAfterAnswer() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "later") }
+        defer { origin.stop() }
+        let disk = try DiskCache(directory: self.directory.url)
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk, now: { [clock] in clock.now })
+        _ = try await loader.load(origin.url("/w"))
+        await loader.waitForBackgroundWork()
+        let key = try #require(CacheKey.url(of: origin.url("/w")))
+        #expect(try disk.data(forKey: key) == Data("later".utf8))
     }
 
     @Test("a 200 to a validation replaces the stored response")
@@ -241,7 +254,7 @@ struct ResourceLoaderTests {
         #expect(try await loader.load(origin.url("/swr")).source == .stale(.whileRevalidating))
         #expect(try await loader.load(origin.url("/swr")).source == .stale(.whileRevalidating))
         gate.open()
-        await loader.waitForBackgroundRevalidations()
+        await loader.waitForBackgroundWork()
         #expect(try await loader.load(origin.url("/swr")).source == .memory)
         #expect(origin.requests.count == 2)
         #expect(loader.statistics.staleAnswers == 2)
@@ -304,6 +317,7 @@ struct ResourceLoaderTests {
         #expect(try await load("de").body == Data("de".utf8))
         let french = try await load("fr")
         #expect(french.source == .memory && french.body == Data("fr".utf8))
+        await loader.waitForBackgroundWork()
         let german = try await self.makeLoader().load(
             HTTPRequest(method: .get, url: origin.url("/hello"), headerFields: [.acceptLanguage: "de"])
         )
