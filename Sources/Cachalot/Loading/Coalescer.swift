@@ -60,8 +60,8 @@ final class Coalescer<Value: Sendable>: Sendable {
     private let state = Mutex(State())
     private let onPriorityChange: @Sendable (_ run: Int, _ priority: Int) -> Void
 
-    /// - Parameter onPriorityChange: Called, outside any lock, when a caller joins a run with a
-    ///   higher priority than the run had.
+    /// - Parameter onPriorityChange: Called, outside any lock, when a run's priority changes: a
+    ///   more urgent caller joined, or a caller's priority was changed.
     init(onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }) {
         self.onPriorityChange = onPriorityChange
     }
@@ -72,16 +72,21 @@ final class Coalescer<Value: Sendable>: Sendable {
     }
 
     /// Returns the result of `operation` for `key`: of the run in flight for it, or of a new one.
+    ///
+    /// - Parameter onWaiting: Told the caller's number among the run's callers, for
+    ///   ``setPriority(_:key:caller:)``.
     func run(
         _ key: String,
         priority: Int,
         progress: (@Sendable (LoadProgress) -> Void)?,
+        onWaiting: (@Sendable (_ caller: Int) -> Void)? = nil,
         operation: @escaping @Sendable (Run) async throws -> Value
     ) async throws -> Value {
         let waiterID = self.state.withLock { state in
             state.nextID += 1
             return state.nextID
         }
+        onWaiting?(waiterID)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 self.join(
@@ -148,6 +153,21 @@ final class Coalescer<Value: Sendable>: Sendable {
             // Every caller left before the task was recorded.
             if isAbandoned { task.cancel() }
         }
+    }
+
+    /// Changes the priority of one caller of the run for `key`; the run takes the priority of
+    /// its most urgent caller. Does nothing if the caller is not waiting.
+    func setPriority(_ priority: Int, key: String, caller: Int) {
+        let changed = self.state.withLock { state -> (run: Int, priority: Int)? in
+            guard var flight = state.flights[key], flight.waiters[caller] != nil else { return nil }
+            flight.waiters[caller]?.priority = priority
+            let highest = flight.waiters.values.map(\.priority).max() ?? priority
+            defer { state.flights[key] = flight }
+            guard highest != flight.priority else { return nil }
+            flight.priority = highest
+            return (flight.id, highest)
+        }
+        if let (run, priority) = changed { self.onPriorityChange(run, priority) }
     }
 
     private func leave(_ key: String, _ waiterID: Int) {

@@ -123,6 +123,19 @@ public final class ResourceLoader: Sendable {
         priority: Priority = .normal,
         progress: (@Sendable (LoadProgress) -> Void)? = nil
     ) async throws -> Resource {
+        try await self.load(request, body: body, policy: policy, priority: priority, progress: progress, onWaiting: nil)
+    }
+
+    /// ``load(_:body:policy:priority:progress:)``, telling `onWaiting` which run the load waits
+    /// for, so that its priority can be changed (see ``Prefetch``).
+    nonisolated(nonsending) func load(
+        _ request: HTTPRequest,
+        body: Data? = nil,
+        policy: CachePolicy? = nil,
+        priority: Priority = .normal,
+        progress: (@Sendable (LoadProgress) -> Void)? = nil,
+        onWaiting: (@Sendable (_ run: String, _ caller: Int) -> Void)?
+    ) async throws -> Resource {
         guard let url = CacheKey.url(of: request), request.scheme == "http" || request.scheme == "https" else {
             throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
         }
@@ -153,10 +166,16 @@ public final class ResourceLoader: Sendable {
             resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
             let validated = decision == .validate ? cached?.response : nil
+            let flightKey = Self.flightKey(key, request, validating: validated != nil)
+            var reportWaiting: (@Sendable (Int) -> Void)?
+            if let onWaiting {
+                reportWaiting = { @Sendable caller in onWaiting(flightKey, caller) }
+            }
             resource = try await self.coalescer.run(
-                Self.flightKey(key, request, validating: validated != nil),
+                flightKey,
                 priority: priority.rawValue,
-                progress: progress
+                progress: progress,
+                onWaiting: reportWaiting
             ) { run in
                 try await self.exchange(request, key: key, validating: validated, run: run)
             }

@@ -60,7 +60,10 @@ struct ResponseStore: Sendable {
         let entries: [(StoredEntry, String)] =
             names.isEmpty
             ? [(.response(response), url)]
-            : [(.variants(names), url), (.response(response), CacheKey.variant(of: url, names: names, request: request))]
+            : [
+                (.variants(names), url),
+                (.response(response), CacheKey.variant(of: url, names: names, request: request)),
+            ]
         for (entry, key) in entries {
             try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         }

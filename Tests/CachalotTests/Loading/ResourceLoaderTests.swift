@@ -89,7 +89,11 @@ struct ResourceLoaderTests {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "later") }
         defer { origin.stop() }
         let disk = try DiskCache(directory: self.directory.url)
-        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk, now: { [clock] in clock.now })
+        let loader = try ResourceLoader(
+            transport: AsyncHTTPClientTransport(),
+            disk: disk,
+            now: { [clock] in clock.now }
+        )
         _ = try await loader.load(origin.url("/w"))
         await loader.waitForBackgroundWork()
         let key = try #require(CacheKey.url(of: origin.url("/w")))
