@@ -19,7 +19,12 @@ def parse(path):
         elif name and line.startswith("| ") and not line.startswith("| Metric"):
             cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
             metric = re.sub(r"\s*\*$", "", cells[0])
-            results[name][metric] = float(cells[3].replace(",", ""))
+            value = float(cells[3].replace(",", ""))
+            # The tool scales large values and says so in the metric's name: "ratio (K)".
+            scaled = re.match(r"(.*) \((K|M)\)$", metric)
+            if scaled:
+                metric, value = scaled.group(1), value * (1_000 if scaled.group(2) == "K" else 1_000_000)
+            results[name][metric] = value
     return results
 
 
@@ -135,6 +140,39 @@ def disk(results):
     print()
 
 
+def loader(results):
+    """The loader's tables: ratios measured in one iteration, and times per 10 loads."""
+    same_iteration = [
+        ("memory hit through the loader, against a MemoryCache get",
+         "memory hit through the loader against a MemoryCache get, same iteration", "≤ 3×"),
+        ("fresh disk hit through the loader (no memory tier), against a DiskCache get",
+         "fresh disk hit through the loader against a DiskCache get, same iteration", "≤ 1.3×"),
+        ("miss from the loopback origin, against the same request through the transport",
+         "miss from the loopback origin against the transport alone, same iteration", "≤ 1.2×"),
+    ]
+    if not any(name in results for _, name, _ in same_iteration):
+        return
+    print("### Loader")
+    print()
+    row("measured in one iteration, alternating order (p50)", "ratio", "goal")
+    row("---", "---:", "---")
+    for label, name, goal in same_iteration:
+        if name in results:
+            row(label, f"{results[name]['ratio × 1000'] / 1000:.2f}×", goal)
+    ours = "10 loads of a stored URL: ResourceLoader"
+    theirs = "10 loads of a stored URL: URLSession with URLCache"
+    if ours in results and theirs in results:
+        print()
+        row("10 loads of a stored 32 KiB URL (p50)", "time", "against ResourceLoader")
+        row("---", "---:", "---:")
+        base = results[ours]["Time (wall clock) (ns)"]
+        for label, name in [("ResourceLoader", ours), ("URLSession with URLCache (Linux)", theirs)]:
+            time = results[name]["Time (wall clock) (ns)"]
+            row(label, f"{time / 1000:.1f} µs", f"{time / base:.0f}×")
+    print()
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     disk(parse(sys.argv[1]))
+    loader(parse(sys.argv[1]))
