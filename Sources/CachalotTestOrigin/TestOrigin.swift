@@ -29,6 +29,8 @@ public final class TestOrigin: Sendable {
         /// Sends only this many body bytes, then closes the connection, while `Content-Length`
         /// announces the whole body.
         public var truncatedAfter: Int?
+        /// Sends the body in chunks without announcing its length.
+        public var isChunked = false
 
         /// Creates an answer with a text body.
         public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
@@ -125,13 +127,21 @@ public final class TestOrigin: Sendable {
                     self.received.withLock { $0.append(request) }
                     let reply = await self.handler.withLock({ $0 })(request)
                     var headers = HTTPHeaders(reply.fields)
-                    headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.count))
+                    if !reply.isChunked {
+                        headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.count))
+                    }
                     let status = HTTPResponseStatus(statusCode: reply.status)
                     try await outbound.write(
                         .head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))
                     )
                     let sent = reply.truncatedAfter.map { reply.body.prefix($0) } ?? reply.body
-                    if !sent.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: sent)))) }
+                    // In pieces of 16 KiB, as a real origin's body arrives.
+                    var offset = sent.startIndex
+                    while offset < sent.endIndex {
+                        let end = min(offset + 16_384, sent.endIndex)
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: sent[offset..<end]))))
+                        offset = end
+                    }
                     // A truncated body ends with the connection, not with the message.
                     if reply.truncatedAfter != nil { return }
                     try await outbound.write(.end(nil))

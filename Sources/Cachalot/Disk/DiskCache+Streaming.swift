@@ -97,6 +97,23 @@ extension DiskCache {
             try self.cache.commit(self.path, digest: digest, key: self.key, size: size, created: self.created)
         }
 
+        /// The body written so far, mapped from the file rather than read into memory. The
+        /// mapping stays valid after a commit or a discard: the cache never changes a file in
+        /// place, it replaces or unlinks it.
+        ///
+        /// - Throws: ``CacheError`` if the writer was committed or discarded, or mapping failed.
+        public func mappedBody() throws(CacheError) -> Data {
+            guard let descriptor = self.descriptor else {
+                throw .invalidArgument("This writer was already committed or discarded; map before that.")
+            }
+            return try FileIO.mapped(
+                descriptor,
+                count: self.prefixLength + self.bodyLength,
+                from: self.prefixLength,
+                path: self.path
+            )
+        }
+
         /// Abandons the entry and removes what was written; does nothing after a commit.
         public func discard() {
             guard let descriptor = self.descriptor else { return }

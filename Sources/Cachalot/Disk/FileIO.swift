@@ -134,9 +134,24 @@ enum FileIO {
 
     /// Creates a new file, which must not exist, readable and writable by the owner only.
     static func create(_ path: String) throws(CacheError) -> Int32 {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        // Readable too, so that a streaming write can map what it wrote.
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Self.error("create", path, errno) }
         return descriptor
+    }
+
+    /// Maps `count` bytes of the open file from its start, read-only; `body` gets the bytes from
+    /// `offset` as `Data` that unmaps them when it goes.
+    static func mapped(_ descriptor: Int32, count: Int, from offset: Int, path: String) throws(CacheError) -> Data {
+        guard count > offset else { return Data() }
+        guard let base = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), base != MAP_FAILED else {
+            throw Self.error("map", path, errno)
+        }
+        return Data(
+            bytesNoCopy: base + offset,
+            count: count - offset,
+            deallocator: .custom { _, _ in munmap(base, count) }
+        )
     }
 
     /// Opens (creating if needed) a file for reading and writing, without following a link.

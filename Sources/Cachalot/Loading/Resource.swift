@@ -65,7 +65,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
-            case invalidRequest, transport, incompleteBody, tooLarge
+            case invalidRequest, transport, incompleteBody, storage
         }
         private let base: Base
 
@@ -75,8 +75,9 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
         public static let transport = Code(base: .transport)
         /// The body ended before the length its `Content-Length` announced.
         public static let incompleteBody = Code(base: .incompleteBody)
-        /// The body was larger than ``ResourceLoader/Configuration/maximumBodySize``.
-        public static let tooLarge = Code(base: .tooLarge)
+        /// Writing a large body to the disk tier as it arrived failed (the disk is full, or the
+        /// directory cannot be written); see ``LoadError/underlying``.
+        public static let storage = Code(base: .storage)
 
         public var description: String { "\(self.base)" }
     }

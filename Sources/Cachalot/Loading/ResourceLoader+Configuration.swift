@@ -17,6 +17,11 @@ extension ResourceLoader {
         /// `nil`, which means 5 % of the ``DiskCache``'s size limit (the rule Apple's `URLCache`
         /// uses), or 5 % of the memory tier's limit without a `DiskCache`.
         public var maximumEntrySize: Int?
+        /// Bodies larger than this many bytes (by `Content-Length`, or as they arrive) are
+        /// written to the ``DiskCache`` as they arrive and answered mapped from the file, so
+        /// that they are never held whole in memory. Without a `DiskCache` as the disk tier,
+        /// bodies are held in memory. Default: 8 MiB.
+        public var streamingThreshold: Int
         /// Turns a request's URL into the key it is stored under, for URLs that carry rotating
         /// tokens: `{ $0.removingQuery(named: "token") }`. The URL comes in key form (see
         /// ``CacheKey``). Default: `nil`, the URL itself.
@@ -31,6 +36,7 @@ extension ResourceLoader {
             maximumConnectionsPerHost: Int = 6,
             memoryCostLimit: Int? = nil,
             maximumEntrySize: Int? = nil,
+            streamingThreshold: Int = 8 << 20,
             keyTransform: (@Sendable (String) -> String)? = nil,
             metrics: MetricsConfiguration? = nil
         ) {
@@ -39,6 +45,7 @@ extension ResourceLoader {
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.memoryCostLimit = memoryCostLimit
             self.maximumEntrySize = maximumEntrySize
+            self.streamingThreshold = streamingThreshold
             self.keyTransform = keyTransform
             self.metrics = metrics
         }
@@ -51,6 +58,9 @@ extension ResourceLoader {
             }
             if let limit = self.memoryCostLimit, limit < 0 {
                 throw .invalidConfiguration("memoryCostLimit must not be negative (got \(limit)).")
+            }
+            guard self.streamingThreshold >= 0 else {
+                throw .invalidConfiguration("streamingThreshold must not be negative (got \(self.streamingThreshold)).")
             }
             if let size = self.maximumEntrySize, size < 0 {
                 throw .invalidConfiguration("maximumEntrySize must not be negative (got \(size)).")

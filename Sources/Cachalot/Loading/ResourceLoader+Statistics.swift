@@ -10,7 +10,8 @@ extension ResourceLoader {
         public var memoryHits = 0
         /// Loads answered by a fresh response from disk.
         public var diskHits = 0
-        /// Loads answered by the origin, with nothing stored that could be used or validated.
+        /// Loads answered with a whole response from the origin (not a 304): nothing stored
+        /// could be used, or the policy or method asked the origin.
         public var misses = 0
         /// Conditional requests sent to validate a stored response.
         public var revalidations = 0

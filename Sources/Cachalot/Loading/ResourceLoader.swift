@@ -262,7 +262,7 @@ public final class ResourceLoader: Sendable {
         if let cached {
             self.counters.validation(notModified: status == 304)
             if status == 304 {
-                _ = try await self.readBody(reply, run: run)
+                _ = try await self.readBody(reply, run: run).body
                 guard
                     let freshened = rules.freshened(
                         cached.stored,
@@ -278,21 +278,47 @@ public final class ResourceLoader: Sendable {
             if [500, 502, 503, 504].contains(status),
                 rules.mayUseStaleOnError(cached.stored, for: request, at: responseTime)
             {
-                _ = try? await self.readBody(reply, run: run)
+                _ = try? await self.readBody(reply, run: run).body
                 return self.answer(cached, source: .stale(.originError), at: responseTime)
             }
         }
-        let body = try await self.readBody(reply, run: run)
-        if rules.canStore(reply.response, for: request), body.count <= self.maximumEntrySize {
-            let stored = StoredResponse(
-                request: request,
-                response: reply.response,
-                requestTime: requestTime,
-                responseTime: responseTime
+        let stored = StoredResponse(
+            request: request,
+            response: reply.response,
+            requestTime: requestTime,
+            responseTime: responseTime
+        )
+        let isStorable = rules.canStore(reply.response, for: request)
+        let (key:diskKey, names) = self.store.key(for: stored, url: key, request: request)
+        let (body, writer) = try await self.readBody(reply, run: run) { () throws(CacheError) in
+            // A large body goes to a file as it arrives: under its key if it may be stored,
+            // else under a name of its own, to be discarded once mapped.
+            try (self.store.disk as? DiskCache)?.makeWriter(
+                forKey: isStorable ? diskKey : "unstored \(UUID())",
+                metadata: stored.encoded()
             )
+        }
+        let fits = isStorable && body.count <= self.maximumEntrySize
+        if let writer {
+            if fits {
+                try self.commit(writer, variants: names, url: key)
+            } else {
+                writer.discard()
+            }
+        } else if fits {
             self.save(CachedResponse(stored: stored, body: body), key: key, request: request, run: run)
         }
         return Resource(body: body, response: reply.response, source: .network)
+    }
+
+    /// Makes a large body written as it arrived into the stored entry.
+    private func commit(_ writer: DiskCache.Writer, variants names: [String], url: String) throws {
+        do {
+            try writer.commit()
+            if !names.isEmpty { try self.store.storeVariants(names, url: url) }
+        } catch {
+            self.logger.debug("Storing a large response failed", metadata: ["key": "\(url)", "error": "\(error)"])
+        }
     }
 
     /// Sends a request whose answer is not stored (any method but `GET`), and invalidates what
@@ -313,7 +339,7 @@ public final class ResourceLoader: Sendable {
                 underlying: error
             )
         }
-        let received = try await self.readBody(reply, run: nil)
+        let received = try await self.readBody(reply, run: nil).body
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
             let key = self.configuration.keyTransform?(url) ?? url
             do { try self.store.remove(key) } catch {
@@ -326,27 +352,59 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Reads the whole body, reporting progress; throws if it ends before its `Content-Length`.
-    private func readBody(_ reply: HTTPTransportResponse, run: Coalescer<Resource>.Run?) async throws -> Data {
+    ///
+    /// A body larger than ``Configuration/streamingThreshold`` goes to the writer that
+    /// `makeWriter` makes (if it makes one) as it arrives, and comes back mapped from its file,
+    /// with the writer, for the caller to commit or discard.
+    private func readBody(
+        _ reply: HTTPTransportResponse,
+        run: Coalescer<Resource>.Run?,
+        spoolingTo makeWriter: (() throws(CacheError) -> DiskCache.Writer?)? = nil
+    ) async throws -> (body: Data, writer: DiskCache.Writer?) {
         let expected = reply.response.headerFields[.contentLength].flatMap { Int($0) }
+        let threshold = self.configuration.streamingThreshold
         var body = Data()
-        if let expected, expected > 0 { body.reserveCapacity(min(expected, 64 << 20)) }
+        var writer: DiskCache.Writer?
+        var received = 0
         do {
-            for try await piece in reply.body {
-                body.append(piece)
-                self.counters.received(piece.count)
-                run?.report(LoadProgress(received: body.count, expected: expected))
+            if let makeWriter, let expected, expected > threshold {
+                writer = try makeWriter()
             }
+            if writer == nil, let expected, expected > 0 { body.reserveCapacity(min(expected, threshold)) }
+            for try await piece in reply.body {
+                received += piece.count
+                if let writer {
+                    try writer.append(piece)
+                } else {
+                    body.append(piece)
+                    if let makeWriter, body.count > threshold, let spool = try makeWriter() {
+                        try spool.append(body)
+                        body = Data()
+                        writer = spool
+                    }
+                }
+                self.counters.received(piece.count)
+                run?.report(LoadProgress(received: received, expected: expected))
+            }
+            if let expected, received < expected {
+                throw LoadError(
+                    .incompleteBody,
+                    "The body ended after \(received) of the \(expected) bytes its Content-Length announced."
+                )
+            }
+            if let writer { return (try writer.mappedBody(), writer) }
+            return (body, nil)
+        } catch let error as LoadError {
+            writer?.discard()
+            throw error
+        } catch let error as CacheError {
+            writer?.discard()
+            throw LoadError(.storage, "Writing the body to the disk tier failed: \(error)", underlying: error)
         } catch {
+            writer?.discard()
             try Task.checkCancellation()
-            throw LoadError(.transport, "The body broke off after \(body.count) bytes: \(error)", underlying: error)
+            throw LoadError(.transport, "The body broke off after \(received) bytes: \(error)", underlying: error)
         }
-        if let expected, body.count < expected {
-            throw LoadError(
-                .incompleteBody,
-                "The body ended after \(body.count) of the \(expected) bytes its Content-Length announced."
-            )
-        }
-        return body
     }
 
     /// Stores `response` in memory now, and on disk once the run's callers have their answer:

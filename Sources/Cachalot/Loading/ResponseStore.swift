@@ -72,6 +72,20 @@ struct ResponseStore: Sendable {
         }
     }
 
+    /// The key a response to `request` is stored under, and the `Vary` names the URL's own key
+    /// lists (none if it does not vary).
+    func key(for response: StoredResponse, url: String, request: HTTPRequest) -> (key: String, names: [String]) {
+        let names = StoredResponse.varyNames(of: response.response.headerFields) ?? []
+        return (names.isEmpty ? url : CacheKey.variant(of: url, names: names, request: request), names)
+    }
+
+    /// Records under `url` that its responses vary on `names`, in memory and on disk.
+    func storeVariants(_ names: [String], url: String) throws(CacheError) {
+        let entry = StoredEntry.variants(names)
+        try? self.memory?.set(entry, forKey: url, cost: Self.cost(of: entry))
+        try self.write(entry, forKey: url)
+    }
+
     /// The disk half of storing a response.
     struct DiskWrite: Sendable {
         let perform: @Sendable () throws(CacheError) -> Void

@@ -1,0 +1,103 @@
+import CachalotAsyncHTTPClient
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Cachalot
+
+@Suite("Large bodies go to disk as they arrive", .timeLimit(.minutes(1)))
+struct LargeBodyTests {
+    let directory: TemporaryDirectory
+    let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    func makeLoader(threshold: Int = 64 << 10) throws -> (ResourceLoader, DiskCache) {
+        let disk = try DiskCache(directory: self.directory.url)
+        return (
+            try ResourceLoader(
+                configuration: .init(streamingThreshold: threshold),
+                transport: AsyncHTTPClientTransport(),
+                disk: disk
+            ), disk
+        )
+    }
+
+    /// Whether `data`'s bytes lie in a mapping of a file under the cache directory, by
+    /// /proc/self/maps: then they were not read into memory.
+    func isMappedFromCache(_ data: Data) throws -> Bool {
+        let address = data.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        return maps.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            let bounds = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
+            return bounds.count == 2 && (bounds[0]..<bounds[1]).contains(address) && fields.count >= 6
+                && fields[5].hasPrefix(self.directory.path)
+        }
+    }
+
+    @Test("a body above the threshold is answered mapped from its file, stored, and whole")
+    func streamedAndStored() async throws {
+        let body = self.body
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: body) }
+        defer { origin.stop() }
+        let (loader, disk) = try self.makeLoader()
+        let progress = Countdown()
+        let first = try await loader.load(origin.url("/big"), progress: { _ in progress.increment() })
+        #expect(first.source == .network)
+        #expect(first.body == body)
+        #expect(try self.isMappedFromCache(first.body))
+        #expect(progress.count > 1)
+        let key = try #require(CacheKey.url(of: origin.url("/big")))
+        #expect(try disk.data(forKey: key) == body)
+        let again = try await loader.load(origin.url("/big"))
+        #expect(again.source == .disk && again.body == body)
+        #expect(origin.requests.count == 1)
+    }
+
+    @Test("a body without Content-Length switches to the file once it passes the threshold")
+    func switchesMidway() async throws {
+        let body = self.body
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(fields: [("Cache-Control", "max-age=60")], data: body)
+            reply.isChunked = true
+            return reply
+        }
+        defer { origin.stop() }
+        let (loader, disk) = try self.makeLoader(threshold: 100_000)
+        let resource = try await loader.load(origin.url("/growing"))
+        #expect(resource.response.headerFields[.contentLength] == nil)
+        #expect(resource.body == body)
+        #expect(try self.isMappedFromCache(resource.body))
+        #expect(try disk.data(forKey: #require(CacheKey.url(of: origin.url("/growing")))) == body)
+    }
+
+    @Test("a large body that may not be stored is answered mapped, and leaves no file behind")
+    func unstored() async throws {
+        let body = self.body
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "no-store")], data: body) }
+        defer { origin.stop() }
+        let (loader, disk) = try self.makeLoader()
+        let resource = try await loader.load(origin.url("/private"))
+        #expect(resource.body == body)
+        #expect(try disk.count == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: self.directory.path + "/tmp").isEmpty)
+    }
+
+    @Test("a truncated large body fails and leaves no file behind")
+    func truncated() async throws {
+        let body = self.body
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], data: body, truncatedAfter: 200_000)
+        }
+        defer { origin.stop() }
+        let (loader, disk) = try self.makeLoader()
+        await #expect(throws: LoadError.self) { try await loader.load(origin.url("/cut")) }
+        #expect(try disk.count == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: self.directory.path + "/tmp").isEmpty)
+    }
+}
