@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "CachalotAsyncHTTPClient", targets: ["CachalotAsyncHTTPClient"]),
         .library(name: "CachalotURLSession", targets: ["CachalotURLSession"]),
         .library(name: "CachalotTestOrigin", targets: ["CachalotTestOrigin"]),
+        .executable(name: "cachalot", targets: ["CachalotCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -61,6 +63,16 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "CachalotCLI",
+            dependencies: [
+                "Cachalot",
+                "CachalotAsyncHTTPClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CachalotTestOrigin",
             dependencies: [
@@ -86,6 +98,7 @@ let package = Package(
                 "CachalotAsyncHTTPClient",
                 "CachalotURLSession",
                 "CachalotTestOrigin",
+                "CachalotCLI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -69,6 +69,18 @@ struct ChildProcess {
         return lines
     }
 
+    /// Reads standard output to its end.
+    func readOutput() -> [UInt8] {
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(self.output, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            output.append(contentsOf: buffer[0..<count])
+        }
+        return output
+    }
+
     /// Sends `signal` to the child.
     func send(_ signal: Int32) {
         _ = kill(self.pid, signal)

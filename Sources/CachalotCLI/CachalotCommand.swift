@@ -1,0 +1,19 @@
+import ArgumentParser
+
+/// `cachalot`: curl with a persistent cache that follows HTTP's caching rules.
+@main
+struct CachalotCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cachalot",
+        abstract: "Fetch URLs through a persistent cache that follows HTTP's caching rules.",
+        discussion: """
+            The cache lives in $CACHALOT_DIR, else $XDG_CACHE_HOME/cachalot, else ~/.cache/cachalot \
+            (~/Library/Caches/cachalot on macOS), unless --cache-dir names another.
+
+            Exit status: 0 success; 1 the cache or the output could not be used; 2 the server \
+            answered with an error status (400 to 599); 3 the server could not be reached or the \
+            transfer broke; 4 offline and not in the cache; 64 the command line was wrong.
+            """,
+        subcommands: [Get.self]
+    )
+}

@@ -1,0 +1,203 @@
+import ArgumentParser
+import Cachalot
+import CachalotAsyncHTTPClient
+import Foundation
+import HTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `cachalot get`: one URL to standard output or a file, through the cache.
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fetch a URL through the cache and write its body.",
+        discussion: """
+            Examples:
+              cachalot get https://example.com/logo.png -o logo.png
+              cachalot get -v -H 'Accept-Language: fr' https://example.com/
+              cachalot --offline get https://example.com/logo.png > logo.png
+
+            On standard error it says where the answer came from (memory, disk, network, \
+            revalidated for a 304, or stale and why), with the status, the size and the time \
+            taken: always with -v, in short when standard error is a terminal, never with -q.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The http or https URL to fetch.")
+    var url: String
+
+    @Option(name: .shortAndLong, help: "Write the body to this file instead of standard output.")
+    var output: String?
+
+    @Option(name: .customShort("H"), help: "A request header field, as 'Name: value'; repeat for more.")
+    var header: [String] = []
+
+    @Option(help: "How to use the cache: protocol, cache-else-load, offline, reload or revalidate.")
+    var policy: PolicyOption = .protocol
+
+    @Option(help: "Seconds to wait for the server's answer to begin.")
+    var timeout: Double = 30
+
+    @Flag(name: .shortAndLong, help: "Say where the answer came from, with its status, size and time.")
+    var verbose = false
+
+    enum PolicyOption: String, ExpressibleByArgument, CaseIterable {
+        case `protocol`
+        case cacheElseLoad = "cache-else-load"
+        case offline, reload, revalidate
+
+        var policy: CachePolicy {
+            switch self {
+            case .protocol: .useProtocolCachePolicy
+            case .cacheElseLoad: .returnCacheDataElseLoad
+            case .offline: .returnCacheDataDontLoad
+            case .reload: .reloadIgnoringCacheData
+            case .revalidate: .reloadRevalidatingCacheData
+            }
+        }
+    }
+
+    func validate() throws {
+        guard let url = URL(string: self.url), url.scheme == "http" || url.scheme == "https", url.host() != nil else {
+            throw ValidationError("'\(self.url)' is not an http or https URL, such as https://example.com/a.png.")
+        }
+        for field in self.header where Self.field(field) == nil {
+            throw ValidationError("'\(field)' is not a header field; write it as 'Name: value'.")
+        }
+        guard self.timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
+    }
+
+    func run() async throws {
+        do {
+            try await self.fetch()
+        } catch let failure as Failure {
+            if !(self.options.quiet && failure.status == .httpError) {
+                FileHandle.standardError.write(Data("cachalot: \(failure.message)\n".utf8))
+            }
+            throw failure.exitCode
+        }
+    }
+
+    private func fetch() async throws {
+        let start = ContinuousClock.now
+        let disk = try self.options.openCache()
+        let loader = try ResourceLoader(
+            configuration: .init(policy: self.options.offline ? .returnCacheDataDontLoad : self.policy.policy),
+            transport: AsyncHTTPClientTransport(timeout: .milliseconds(Int64(self.timeout * 1_000))),
+            disk: disk
+        )
+        var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
+        for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
+        let resource: Resource
+        do {
+            resource = try await loader.load(request)
+        } catch let error as LoadError {
+            throw Failure(
+                error.code == .storage ? .cacheUnusable : .network,
+                "could not fetch \(self.url): \(error.underlying.map { "\($0)" } ?? error.message) "
+                    + (error.code == .storage
+                        ? "(free some disk space, or lower --max-size)"
+                        : "(check the address, that the server is up, and the network)")
+            )
+        }
+        // What was loaded reaches the disk before the process ends.
+        await loader.waitForBackgroundWork()
+        if resource.source == .generated {
+            throw Failure(.notCached, "\(self.url) is not in the cache, and the policy forbids loading it.")
+        }
+        try self.write(resource.body)
+        self.report(resource, after: ContinuousClock.now - start)
+        let status = resource.response.status.code
+        if status >= 400 {
+            throw Failure(
+                .httpError,
+                "the server answered \(status) \(resource.response.status.reasonPhrase) for \(self.url)"
+            )
+        }
+    }
+
+    /// Writes the body to the output file (whole or not at all) or to standard output.
+    private func write(_ body: Data) throws {
+        guard let output = self.output else {
+            FileHandle.standardOutput.write(body)
+            return
+        }
+        do {
+            try OutputFile.write(body, to: output)
+        } catch {
+            throw Failure(.cacheUnusable, "cannot write \(output): \(error)")
+        }
+    }
+
+    private func report(_ resource: Resource, after elapsed: Duration) {
+        guard !self.options.quiet, self.verbose || isatty(2) != 0 else { return }
+        let source: String
+        switch resource.source {
+        case .memory: source = "memory"
+        case .disk: source = "disk"
+        case .network: source = "network"
+        case .revalidated: source = "revalidated (304)"
+        case .stale(.maxStale): source = "stale (max-stale)"
+        case .stale(.whileRevalidating): source = "stale (revalidating)"
+        case .stale(.originError): source = "stale (origin error)"
+        case .stale(.policy): source = "stale (cache policy)"
+        case .generated: source = "not cached"
+        }
+        var line = "\(source) · \(resource.response.status.code) · \(ByteCount.format(resource.body.count))"
+        line += " · \(formatDuration(elapsed))"
+        if self.verbose, let age = resource.response.headerFields[.age] { line += " · age \(age) s" }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// The header field that `text` spells as `Name: value`, or `nil`.
+    static func field(_ text: String) -> HTTPField? {
+        guard let colon = text.firstIndex(of: ":"),
+            let name = HTTPField.Name(String(text[..<colon]).trimmingCharacters(in: .whitespaces))
+        else { return nil }
+        return HTTPField(
+            name: name,
+            value: String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        )
+    }
+}
+
+/// Writes a file whole or not at all: to a temporary name beside it, then renamed into place.
+enum OutputFile {
+    struct WriteError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func write(_ data: Data, to path: String) throws {
+        let temporary = "\(path).cachalot-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw WriteError(description: String(cString: strerror(errno))) }
+        var failure: Int32 = 0
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                #if canImport(Glibc)
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                #else
+                let written = Darwin.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                #endif
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += written
+            }
+        }
+        close(descriptor)
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary)
+            throw WriteError(description: String(cString: strerror(failure)))
+        }
+    }
+}

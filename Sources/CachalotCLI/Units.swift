@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+
+/// A size in bytes, read from the command line in human units: `500MB`, `2GiB`, `10k`, `4096`.
+struct ByteCount: ExpressibleByArgument {
+    let bytes: Int
+
+    init(bytes: Int) {
+        self.bytes = bytes
+    }
+
+    init?(argument: String) {
+        let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
+        let digits = text.prefix { $0.isNumber || $0 == "." }
+        guard let number = Double(digits), number >= 0 else { return nil }
+        let unit = text.dropFirst(digits.count).trimmingCharacters(in: .whitespaces)
+        let multipliers: [String: Double] = [
+            "": 1, "b": 1, "k": 1_000, "kb": 1_000, "kib": 1_024, "m": 1e6, "mb": 1e6, "mib": 1_048_576,
+            "g": 1e9, "gb": 1e9, "gib": 1_073_741_824, "t": 1e12, "tb": 1e12, "tib": 1_099_511_627_776,
+        ]
+        guard let multiplier = multipliers[unit], number * multiplier < Double(Int.max), number * multiplier >= 1
+        else { return nil }
+        self.bytes = Int(number * multiplier)
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+
+    /// `bytes` for people: `512 B`, `32.0 KiB`, `1.5 MiB`.
+    static func format(_ bytes: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1_024, unit < units.count - 1 {
+            value /= 1_024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : "\((value * 10).rounded() / 10) \(units[unit])"
+    }
+}
+
+/// `duration` for people: `850 µs`, `12.3 ms`, `1.4 s`.
+func formatDuration(_ duration: Duration) -> String {
+    let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    if seconds < 0.001 { return "\(Int((seconds * 1e6).rounded())) µs" }
+    if seconds < 1 { return "\((seconds * 10_000).rounded() / 10) ms" }
+    return "\((seconds * 10).rounded() / 10) s"
+}
