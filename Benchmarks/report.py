@@ -126,11 +126,7 @@ def disk(results):
     ]
     if any(name in results for _, name, _ in same_iteration):
         print()
-        row("measured in one iteration, alternating order (p50)", "ratio", "goal")
-        row("---", "---:", "---")
-        for label, name, goal in same_iteration:
-            if name in results:
-                row(label, f"{results[name]['ratio × 1000'] / 1000:.2f}×", goal)
+        same_iteration_table(results, same_iteration)
     name = "open, 100,000 entries: DiskCache"
     if name in results:
         print()
@@ -138,6 +134,15 @@ def disk(results):
         row("---", "---:", "---")
         row("open a cache of 100,000 entries", f"{results[name]['Time (wall clock) (ns)'] / 1e6:.0f} ms", "< 200 ms")
     print()
+
+
+def same_iteration_table(results, rows):
+    """Prints the ratios that benchmarks recorded in one iteration: (label, benchmark, goal)."""
+    row("measured in one iteration, alternating order (p50)", "ratio", "goal")
+    row("---", "---:", "---")
+    for label, name, goal in rows:
+        if name in results:
+            row(label, f"{results[name]['ratio × 1000'] / 1000:.2f}×", goal)
 
 
 def loader(results):
@@ -154,11 +159,7 @@ def loader(results):
         return
     print("### Loader")
     print()
-    row("measured in one iteration, alternating order (p50)", "ratio", "goal")
-    row("---", "---:", "---")
-    for label, name, goal in same_iteration:
-        if name in results:
-            row(label, f"{results[name]['ratio × 1000'] / 1000:.2f}×", goal)
+    same_iteration_table(results, same_iteration)
     ours = "10 loads of a stored URL: ResourceLoader"
     theirs = "10 loads of a stored URL: URLSession with URLCache"
     if ours in results and theirs in results:
