@@ -26,9 +26,19 @@ extension ResourceLoader {
     }
 }
 
-/// The loader's statistics, and the swift-metrics counters that mirror them.
+/// The loader's statistics, and the swift-metrics counters that mirror them. Each count is an
+/// atomic of its own, so that a hit pays no lock for being counted; a snapshot reads them one by
+/// one.
 final class LoaderCounters: Sendable {
-    private let totals = Mutex(ResourceLoader.Statistics())
+    private let requests = Atomic<Int>(0)
+    private let memoryHits = Atomic<Int>(0)
+    private let diskHits = Atomic<Int>(0)
+    private let misses = Atomic<Int>(0)
+    private let revalidations = Atomic<Int>(0)
+    private let notModified = Atomic<Int>(0)
+    private let staleAnswers = Atomic<Int>(0)
+    private let bytesFromNetwork = Atomic<Int>(0)
+    private let bytesFromCache = Atomic<Int>(0)
     private let metrics: Metrics?
 
     private struct Metrics: Sendable {
@@ -65,49 +75,60 @@ final class LoaderCounters: Sendable {
     }
 
     var snapshot: ResourceLoader.Statistics {
-        self.totals.withLock { $0 }
+        var statistics = ResourceLoader.Statistics()
+        statistics.requests = self.requests.load(ordering: .relaxed)
+        statistics.memoryHits = self.memoryHits.load(ordering: .relaxed)
+        statistics.diskHits = self.diskHits.load(ordering: .relaxed)
+        statistics.misses = self.misses.load(ordering: .relaxed)
+        statistics.revalidations = self.revalidations.load(ordering: .relaxed)
+        statistics.notModified = self.notModified.load(ordering: .relaxed)
+        statistics.staleAnswers = self.staleAnswers.load(ordering: .relaxed)
+        statistics.bytesFromNetwork = self.bytesFromNetwork.load(ordering: .relaxed)
+        statistics.bytesFromCache = self.bytesFromCache.load(ordering: .relaxed)
+        return statistics
     }
 
     func request() {
-        self.totals.withLock { $0.requests += 1 }
+        self.requests.wrappingAdd(1, ordering: .relaxed)
         self.metrics?.requests.increment()
     }
 
     /// Counts an answer by where it came from.
     func answer(_ source: Resource.Source, bytes: Int) {
-        self.totals.withLock { totals in
-            switch source {
-            case .memory: totals.memoryHits += 1
-            case .disk: totals.diskHits += 1
-            case .network: totals.misses += 1
-            case .stale: totals.staleAnswers += 1
-            case .revalidated, .generated: break
-            }
-            if source != .network && source != .generated { totals.bytesFromCache += bytes }
-        }
-        guard let metrics = self.metrics else { return }
         switch source {
-        case .memory: metrics.memoryHits.increment()
-        case .disk: metrics.diskHits.increment()
-        case .network: metrics.misses.increment()
-        case .stale: metrics.staleAnswers.increment()
-        case .revalidated, .generated: break
+        case .memory:
+            self.memoryHits.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.memoryHits.increment()
+        case .disk:
+            self.diskHits.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.diskHits.increment()
+        case .network:
+            self.misses.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.misses.increment()
+        case .stale:
+            self.staleAnswers.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.staleAnswers.increment()
+        case .revalidated, .generated:
+            break
         }
-        if source != .network && source != .generated { metrics.bytesFromCache.increment(by: bytes) }
+        if source != .network && source != .generated {
+            self.bytesFromCache.wrappingAdd(bytes, ordering: .relaxed)
+            self.metrics?.bytesFromCache.increment(by: bytes)
+        }
     }
 
     /// Counts a conditional request, and whether its answer was 304.
     func validation(notModified: Bool) {
-        self.totals.withLock { totals in
-            totals.revalidations += 1
-            if notModified { totals.notModified += 1 }
-        }
+        self.revalidations.wrappingAdd(1, ordering: .relaxed)
         self.metrics?.revalidations.increment()
-        if notModified { self.metrics?.notModified.increment() }
+        if notModified {
+            self.notModified.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.notModified.increment()
+        }
     }
 
     func received(_ bytes: Int) {
-        self.totals.withLock { $0.bytesFromNetwork += bytes }
+        self.bytesFromNetwork.wrappingAdd(bytes, ordering: .relaxed)
         self.metrics?.bytesFromNetwork.increment(by: bytes)
     }
 }
