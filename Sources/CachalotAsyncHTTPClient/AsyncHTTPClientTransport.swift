@@ -15,20 +15,22 @@ import NIOHTTP1
 /// It does no caching of its own, follows the client's redirect configuration, and leaves
 /// bodies as they came (no decompression), so the cache stores what the origin sent.
 public struct AsyncHTTPClientTransport: HTTPTransport {
-    /// The client that sends requests.
-    public let client: HTTPClient
+    /// The client that sends requests, made on first use: an answer from the cache never
+    /// starts the client's threads.
+    public var client: HTTPClient { self.makeClient() }
     /// How long a request may take until its response head has arrived.
     public var timeout: Duration
+    private let makeClient: @Sendable () -> HTTPClient
 
     /// Creates a transport.
     ///
     /// - Parameters:
-    ///   - client: The client to send with. Default: `HTTPClient.shared`, which needs no
-    ///     shutdown.
+    ///   - client: The client to send with, asked for on the first request. Default:
+    ///     `HTTPClient.shared`, which needs no shutdown.
     ///   - timeout: How long a request may take until its response head has arrived. Default:
     ///     30 seconds.
-    public init(client: HTTPClient = .shared, timeout: Duration = .seconds(30)) {
-        self.client = client
+    public init(client: @autoclosure @escaping @Sendable () -> HTTPClient = .shared, timeout: Duration = .seconds(30)) {
+        self.makeClient = client
         self.timeout = timeout
     }
 
