@@ -50,10 +50,11 @@ public struct StoredResponse: Sendable, Hashable {
         self.response = response
         self.requestTime = requestTime
         self.responseTime = responseTime
-        self.varyingFields = (Self.varyNames(of: response.headerFields) ?? []).map { name in
+        let facts = FreshnessFacts(response, requestTime, responseTime)
+        self.facts = facts
+        self.varyingFields = (facts.varyNames ?? []).map { name in
             VaryingField(name: name, value: Self.normalizedValue(of: name, in: request.headerFields))
         }
-        self.facts = FreshnessFacts(response, requestTime, responseTime)
     }
 
     init(response: HTTPResponse, requestTime: Date, responseTime: Date, varyingFields: [VaryingField]) {

@@ -56,14 +56,9 @@ struct ResponseStore: Sendable {
     /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in
     /// memory at once; returns the write to disk, for the caller to make when it suits.
     func store(_ response: CachedResponse, url: String, request: HTTPRequest) -> DiskWrite {
-        let names = StoredResponse.varyNames(of: response.stored.response.headerFields) ?? []
+        let (key, names) = self.key(for: response.stored, url: url, request: request)
         let entries: [(StoredEntry, String)] =
-            names.isEmpty
-            ? [(.response(response), url)]
-            : [
-                (.variants(names), url),
-                (.response(response), CacheKey.variant(of: url, names: names, request: request)),
-            ]
+            names.isEmpty ? [(.response(response), key)] : [(.variants(names), url), (.response(response), key)]
         for (entry, key) in entries {
             try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         }
@@ -75,7 +70,8 @@ struct ResponseStore: Sendable {
     /// The key a response to `request` is stored under, and the `Vary` names the URL's own key
     /// lists (none if it does not vary).
     func key(for response: StoredResponse, url: String, request: HTTPRequest) -> (key: String, names: [String]) {
-        let names = StoredResponse.varyNames(of: response.response.headerFields) ?? []
+        // The names were read once, with the response's freshness; `Vary: *` is never stored.
+        let names = response.facts.varyNames ?? []
         return (names.isEmpty ? url : CacheKey.variant(of: url, names: names, request: request), names)
     }
 
