@@ -68,6 +68,8 @@ struct CacheRulesDecisionTests {
         #expect(self.decide([], stored, at: 30) == .useStored(.fresh))
         #expect(self.decide([], stored, at: 75) == .useStoredAndRevalidate)
         #expect(self.decide([], stored, at: 95) == .validate)
+        // The background revalidation is the cache's own request, not the client's.
+        #expect(self.decide([("Cache-Control", "only-if-cached")], stored, at: 75) == .useStoredAndRevalidate)
         let forbidden = Messages.stored(
             200,
             [("Cache-Control", "max-age=60, stale-while-revalidate=30, must-revalidate")]
