@@ -14,6 +14,6 @@ struct CachalotCommand: AsyncParsableCommand {
             answered with an error status (400 to 599); 3 the server could not be reached or the \
             transfer broke; 4 offline and not in the cache; 64 the command line was wrong.
             """,
-        subcommands: [Get.self]
+        subcommands: [Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self]
     )
 }

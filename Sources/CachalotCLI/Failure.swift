@@ -1,13 +1,17 @@
 import ArgumentParser
+import Cachalot
+import HTTPTypes
 
 /// A failure the tool reports in one line, with its documented exit status.
 struct Failure: Error, CustomStringConvertible {
     /// The exit statuses `cachalot --help` documents.
-    enum Status: Int32 {
+    enum Status: Int32, Comparable {
         case cacheUnusable = 1
         case httpError = 2
         case network = 3
         case notCached = 4
+
+        static func < (lhs: Status, rhs: Status) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     let status: Status
@@ -18,7 +22,74 @@ struct Failure: Error, CustomStringConvertible {
         self.message = message
     }
 
+    /// The failure of loading `url`: what went wrong, and what to do about it.
+    init(loading url: String, _ error: any Error) {
+        guard let error = error as? LoadError else {
+            self.init(.network, "could not fetch \(url): \(Self.describe(error))")
+            return
+        }
+        if error.code == .storage {
+            self.init(
+                .cacheUnusable,
+                "could not store \(url): \(Self.describe(error.underlying ?? error)) "
+                    + "(free some disk space, or lower --max-size)"
+            )
+            return
+        }
+        let cause = error.underlying.map { Self.describe($0) } ?? error.message
+        self.init(.network, "could not fetch \(url): \(cause) (\(Self.advice(for: cause)))")
+    }
+
+    /// The failure of an answer with an error status, or `nil` if `resource` is not one.
+    init?(answer resource: Resource, for url: String) {
+        switch resource.source {
+        case .generated:
+            self.init(.notCached, "\(url) is not in the cache, and the policy forbids loading it.")
+        case _ where resource.response.status.code >= 400:
+            let status = resource.response.status
+            self.init(.httpError, "the server answered \(status.code) \(status.reasonPhrase) for \(url)")
+        default:
+            return nil
+        }
+    }
+
     var description: String { self.message }
 
+    /// Runs a command's `body`; a failure is said in one line, `cachalot: message` (unless it is
+    /// an error status and the command is `quiet`), and ends the command with its status.
+    static func reporting(quiet: Bool, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let failure as Failure {
+            if !(quiet && failure.status == .httpError) { GlobalOptions.say("cachalot: \(failure.message)") }
+            throw failure.exitCode
+        }
+    }
+
     var exitCode: ExitCode { ExitCode(self.status.rawValue) }
+
+    /// `error` in words: a cache error's message, else the error's own description.
+    static func describe(_ error: any Error) -> String {
+        (error as? CacheError)?.message ?? "\(error)"
+    }
+
+    /// What to do about a transport failure, judged from its description.
+    private static func advice(for cause: String) -> String {
+        let cause = cause.lowercased()
+        if cause.contains("dns") || cause.contains("resolve") || cause.contains("lookup") {
+            return "check the host name"
+        }
+        if cause.contains("refused") || cause.contains("connect") {
+            return "check the address and port, and that the server is up"
+        }
+        if cause.contains("tls") || cause.contains("ssl") || cause.contains("certificate")
+            || cause.contains("handshake")
+        {
+            return "the server's TLS could not be used: check the scheme and the certificate"
+        }
+        if cause.contains("timeout") || cause.contains("timed out") || cause.contains("deadline") {
+            return "the server did not answer in time: try a longer --timeout"
+        }
+        return "check the address, that the server is up, and the network"
+    }
 }

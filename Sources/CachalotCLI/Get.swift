@@ -1,6 +1,5 @@
 import ArgumentParser
 import Cachalot
-import CachalotAsyncHTTPClient
 import Foundation
 import HTTPTypes
 
@@ -73,52 +72,32 @@ struct Get: AsyncParsableCommand {
     }
 
     func run() async throws {
-        do {
-            try await self.fetch()
-        } catch let failure as Failure {
-            if !(self.options.quiet && failure.status == .httpError) {
-                FileHandle.standardError.write(Data("cachalot: \(failure.message)\n".utf8))
-            }
-            throw failure.exitCode
+        try await Interruption.cancelling(quiet: self.options.quiet) {
+            try await Failure.reporting(quiet: self.options.quiet) { try await self.fetch() }
         }
     }
 
     private func fetch() async throws {
         let start = ContinuousClock.now
         let disk = try self.options.openCache()
-        let loader = try ResourceLoader(
-            configuration: .init(policy: self.options.offline ? .returnCacheDataDontLoad : self.policy.policy),
-            transport: AsyncHTTPClientTransport(timeout: .milliseconds(Int64(self.timeout * 1_000))),
-            disk: disk
-        )
+        let loader = try self.options.makeLoader(disk: disk, policy: self.policy.policy, timeout: self.timeout)
         var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
         let resource: Resource
         do {
             resource = try await loader.load(request)
-        } catch let error as LoadError {
-            throw Failure(
-                error.code == .storage ? .cacheUnusable : .network,
-                "could not fetch \(self.url): \(error.underlying.map { "\($0)" } ?? error.message) "
-                    + (error.code == .storage
-                        ? "(free some disk space, or lower --max-size)"
-                        : "(check the address, that the server is up, and the network)")
-            )
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Failure(loading: self.url, error)
         }
         // What was loaded reaches the disk before the process ends.
         await loader.waitForBackgroundWork()
-        if resource.source == .generated {
-            throw Failure(.notCached, "\(self.url) is not in the cache, and the policy forbids loading it.")
-        }
+        ToolState.record(loader.statistics, in: disk.directory)
+        if let failure = Failure(answer: resource, for: self.url), failure.status == .notCached { throw failure }
         try self.write(resource.body)
         self.report(resource, after: ContinuousClock.now - start)
-        let status = resource.response.status.code
-        if status >= 400 {
-            throw Failure(
-                .httpError,
-                "the server answered \(status) \(resource.response.status.reasonPhrase) for \(self.url)"
-            )
-        }
+        if let failure = Failure(answer: resource, for: self.url) { throw failure }
     }
 
     /// Writes the body to the output file (whole or not at all) or to standard output.
@@ -136,22 +115,26 @@ struct Get: AsyncParsableCommand {
 
     private func report(_ resource: Resource, after elapsed: Duration) {
         guard !self.options.quiet, self.verbose || isatty(2) != 0 else { return }
-        let source: String
-        switch resource.source {
-        case .memory: source = "memory"
-        case .disk: source = "disk"
-        case .network: source = "network"
-        case .revalidated: source = "revalidated (304)"
-        case .stale(.maxStale): source = "stale (max-stale)"
-        case .stale(.whileRevalidating): source = "stale (revalidating)"
-        case .stale(.originError): source = "stale (origin error)"
-        case .stale(.policy): source = "stale (cache policy)"
-        case .generated: source = "not cached"
-        }
+        let source = Self.describe(resource.source)
         var line = "\(source) · \(resource.response.status.code) · \(ByteCount.format(resource.body.count))"
         line += " · \(formatDuration(elapsed))"
         if self.verbose, let age = resource.response.headerFields[.age] { line += " · age \(age) s" }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        GlobalOptions.say(line)
+    }
+
+    /// Where an answer came from, in words.
+    static func describe(_ source: Resource.Source) -> String {
+        switch source {
+        case .memory: "memory"
+        case .disk: "disk"
+        case .network: "network"
+        case .revalidated: "revalidated (304)"
+        case .stale(.maxStale): "stale (max-stale)"
+        case .stale(.whileRevalidating): "stale (revalidating)"
+        case .stale(.originError): "stale (origin error)"
+        case .stale(.policy): "stale (cache policy)"
+        case .generated: "not cached"
+        }
     }
 
     /// The header field that `text` spells as `Name: value`, or `nil`.
@@ -163,41 +146,5 @@ struct Get: AsyncParsableCommand {
             name: name,
             value: String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         )
-    }
-}
-
-/// Writes a file whole or not at all: to a temporary name beside it, then renamed into place.
-enum OutputFile {
-    struct WriteError: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    static func write(_ data: Data, to path: String) throws {
-        let temporary = "\(path).cachalot-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw WriteError(description: String(cString: strerror(errno))) }
-        var failure: Int32 = 0
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                #if canImport(Glibc)
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                #else
-                let written = Darwin.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                #endif
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        close(descriptor)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw WriteError(description: String(cString: strerror(failure)))
-        }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Cachalot
+import CachalotAsyncHTTPClient
 import Foundation
 
 /// Options every command takes.
@@ -35,18 +36,47 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the cache, or fails with a message that says what to do.
+    ///
+    /// The size limit is `--max-size`, which is then kept for the directory, else the one kept,
+    /// else the disk tier's default.
     func openCache() throws -> DiskCache {
         let directory = self.resolvedCacheDirectory()
+        let kept = ToolState.read(from: directory)?.maximumSize
         do {
             var configuration = DiskCache.Configuration()
-            if let size = self.maximumSize { configuration.sizeLimit = size.bytes }
-            return try DiskCache(directory: directory, configuration: configuration)
+            if let size = self.maximumSize?.bytes ?? kept { configuration.sizeLimit = size }
+            let cache = try DiskCache(directory: directory, configuration: configuration)
+            if let size = self.maximumSize?.bytes, size != kept {
+                try ToolState.update(in: directory) { $0.maximumSize = size }
+            }
+            return cache
         } catch {
             throw Failure(
                 .cacheUnusable,
-                "cannot use the cache directory \(directory.path): \(error.message) "
+                "cannot use the cache directory \(directory.path): \(Failure.describe(error)) "
                     + "(choose another with --cache-dir or CACHALOT_DIR)"
             )
         }
+    }
+
+    /// A loader over the cache, with the policy `--offline` or `policy` asks for.
+    func makeLoader(
+        disk: DiskCache,
+        policy: CachePolicy = .useProtocolCachePolicy,
+        timeout: Double,
+        connectionsPerHost: Int? = nil
+    ) throws -> ResourceLoader {
+        var configuration = ResourceLoader.Configuration(policy: self.offline ? .returnCacheDataDontLoad : policy)
+        if let connectionsPerHost { configuration.maximumConnectionsPerHost = connectionsPerHost }
+        return try ResourceLoader(
+            configuration: configuration,
+            transport: AsyncHTTPClientTransport(timeout: .milliseconds(Int64(timeout * 1_000))),
+            disk: disk
+        )
+    }
+
+    /// Writes a line to standard error.
+    static func say(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }

@@ -45,3 +45,40 @@ func formatDuration(_ duration: Duration) -> String {
     if seconds < 1 { return "\((seconds * 10_000).rounded() / 10) ms" }
     return "\((seconds * 10).rounded() / 10) s"
 }
+
+/// A span of time, read from the command line in human units: `45s`, `30m`, `12h`, `7d`, `2w`,
+/// or several together, such as `1d12h`.
+struct TimeSpan: ExpressibleByArgument {
+    let seconds: TimeInterval
+
+    init?(argument: String) {
+        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
+        var total: TimeInterval = 0
+        var number = ""
+        var sawPart = false
+        for character in argument.lowercased() where character != " " {
+            if character.isNumber || character == "." {
+                number.append(character)
+            } else if let unit = units[character], let value = Double(number) {
+                total += value * unit
+                number = ""
+                sawPart = true
+            } else {
+                return nil
+            }
+        }
+        guard number.isEmpty, sawPart, total.isFinite, total > 0 else { return nil }
+        self.seconds = total
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+/// A number of seconds for people, in its two largest units: `45s`, `12m 5s`, `3h 20m`, `2d 4h`.
+func formatSeconds(_ seconds: TimeInterval) -> String {
+    let whole = max(0, Int(seconds.rounded(.down)))
+    let parts = [(whole / 86_400, "d"), (whole / 3_600 % 24, "h"), (whole / 60 % 60, "m"), (whole % 60, "s")]
+    guard let first = parts.firstIndex(where: { $0.0 > 0 }) else { return "0s" }
+    let shown = parts[first...].prefix(2).filter { $0.0 > 0 }
+    return shown.map { "\($0.0)\($0.1)" }.joined(separator: " ")
+}

@@ -132,15 +132,31 @@ public final class DiskCache: DataCaching {
 
     /// Whether a whole, unexpired entry is stored for `key`. Does not count as a use.
     public func contains(_ key: String) throws(CacheError) -> Bool {
+        try self.prefix(forKey: key) != nil
+    }
+
+    /// The metadata stored for `key` and the size of its body, read without the body; `nil` if
+    /// no whole, unexpired entry is stored for `key`. Does not count as a use.
+    ///
+    /// For tools that list what a cache holds without reading every body.
+    public func metadata(forKey key: String) throws(CacheError) -> (metadata: Data, bodySize: Int)? {
+        guard let contents = try self.prefix(forKey: key) else { return nil }
+        let prefixSize = EntryFile.headerSize + contents.key.utf8.count + contents.metadata.count
+        return (contents.metadata, contents.fileSize - prefixSize)
+    }
+
+    /// The header, key and metadata of the whole, unexpired entry stored for `key`, or `nil`.
+    private func prefix(forKey key: String) throws(CacheError) -> EntryFile.Contents? {
         let digest = KeyDigest(key: key)
-        guard let descriptor = try self.store.openEntry(digest) else { return false }
+        guard let descriptor = try self.store.openEntry(digest) else { return nil }
         defer { FileIO.closeDescriptor(descriptor) }
         guard case .valid(let contents) = try EntryFile.readPrefix(descriptor, path: self.store.path(of: digest)),
-            contents.key == key
+            contents.key == key,
+            !self.store.isExpired(created: contents.created, now: self.store.nanoseconds(self.store.now()))
         else {
-            return false
+            return nil
         }
-        return !self.store.isExpired(created: contents.created, now: self.store.nanoseconds(self.store.now()))
+        return contents
     }
 
     // MARK: - Writing

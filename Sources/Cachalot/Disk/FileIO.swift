@@ -199,15 +199,17 @@ enum FileIO {
     /// Creates `path` as a directory readable by the owner only, unless it is one already.
     /// A symbolic link or a file in its place is an error.
     static func makeDirectory(_ path: String) throws(CacheError) {
-        if mkdir(path, 0o700) == 0 { return }
-        let error = errno
-        if error == ENOENT {
-            // The parent is missing: create it first, then this one.
+        var made = mkdir(path, 0o700) == 0
+        if !made && errno == ENOENT {
+            // The parent is missing: create it first, then try this one once more (a parent that
+            // exists yet refuses, as /proc does, must not send this round again).
             let parent = (path as NSString).deletingLastPathComponent
-            guard !parent.isEmpty, parent != path else { throw Self.error("create directory", path, error) }
+            guard !parent.isEmpty, parent != path else { throw Self.error("create directory", path, ENOENT) }
             try Self.makeDirectory(parent)
-            return try Self.makeDirectory(path)
+            made = mkdir(path, 0o700) == 0
         }
+        if made { return }
+        let error = errno
         guard error == EEXIST else { throw Self.error("create directory", path, error) }
         var status = stat()
         guard lstat(path, &status) == 0 else { throw Self.error("stat", path, errno) }

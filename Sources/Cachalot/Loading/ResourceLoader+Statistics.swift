@@ -3,7 +3,7 @@ import Synchronization
 
 extension ResourceLoader {
     /// What a loader has done since it was made.
-    public struct Statistics: Sendable, Hashable {
+    public struct Statistics: Sendable, Hashable, Codable {
         /// Loads asked for.
         public var requests = 0
         /// Loads answered by a fresh response from memory.
@@ -23,6 +23,9 @@ extension ResourceLoader {
         public var bytesFromNetwork = 0
         /// Body bytes answered from memory or disk.
         public var bytesFromCache = 0
+
+        /// Statistics of nothing done yet.
+        public init() {}
     }
 }
 

@@ -389,4 +389,17 @@ struct DiskCacheTests {
             (error as? CacheError)?.code == .fileSystem && (error as? CacheError)?.path == file.path
         }
     }
+
+    #if os(Linux)
+    @Test("a directory that cannot be made where its parent exists is a clear error, not a loop")
+    func directoryThatCannotBeMade() throws {
+        // mkdir in /proc fails with ENOENT although /proc exists.
+        let path = "/proc/cachalot-\(UUID().uuidString)/cache"
+        #expect {
+            _ = try DiskCache(directory: URL(filePath: path))
+        } throws: { error in
+            (error as? CacheError)?.code == .fileSystem
+        }
+    }
+    #endif
 }

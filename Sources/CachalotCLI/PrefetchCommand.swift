@@ -1,0 +1,216 @@
+import ArgumentParser
+import Cachalot
+import Foundation
+import HTTPTypes
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `cachalot prefetch`: many URLs into the cache at once.
+struct PrefetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prefetch",
+        abstract: "Load URLs into the cache, several at a time, without writing their bodies.",
+        discussion: """
+            Examples:
+              cachalot prefetch https://example.com/a.png https://example.com/b.png
+              cachalot prefetch -i urls.txt --concurrency 8
+              grep -o 'https://[^"]*' page.html | cachalot prefetch -i -
+
+            A list has one URL a line; blank lines and lines starting with # are skipped. On a \
+            terminal a progress bar shows the count, bytes, rate and time left; otherwise each \
+            URL gets a line as it finishes. A summary ends the run: fetched, already fresh, \
+            revalidated, stale, and each failure with its reason.
+
+            Exit status: 0 if every URL was loaded; else the highest status among the failures \
+            (2 an error status, 3 the network, 4 offline and not cached); 130 when interrupted.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The http or https URLs to load.")
+    var urls: [String] = []
+
+    @Option(
+        name: [.customShort("i"), .customLong("input")],
+        help: "Read URLs from this file, one a line; - for standard input."
+    )
+    var input: String?
+
+    @Option(help: "How many URLs to load at once.")
+    var concurrency = 4
+
+    @Option(help: "How to use the cache: protocol, cache-else-load, offline, reload or revalidate.")
+    var policy: Get.PolicyOption = .protocol
+
+    @Option(help: "Seconds to wait for each server's answer to begin.")
+    var timeout: Double = 30
+
+    /// How one URL's load ended.
+    enum Outcome: Sendable {
+        case loaded(Resource.Source, status: Int, bytes: Int, url: String)
+        case failed(Failure, url: String)
+
+        var bytes: Int {
+            if case .loaded(_, _, let bytes, _) = self { return bytes }
+            return 0
+        }
+
+        /// The outcome's line when standard error is not a terminal.
+        var line: String {
+            switch self {
+            case .loaded(let source, let status, let bytes, let url):
+                "\(PrefetchCommand.kind(source).padding(toLength: 13, withPad: " ", startingAt: 0))  \(status)  \(ByteCount.format(bytes))  \(url)"
+            case .failed(let failure, _):
+                "failed         \(failure.message)"
+            }
+        }
+    }
+
+    func validate() throws {
+        guard self.urls.isEmpty != (self.input == nil) else {
+            throw ValidationError("Give the URLs as arguments or with -i FILE, not both and not neither.")
+        }
+        guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
+        guard self.timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
+    }
+
+    func run() async throws {
+        let urls = try self.list()
+        try await Interruption.cancelling(quiet: self.options.quiet) {
+            try await Failure.reporting(quiet: self.options.quiet) { try await self.prefetch(urls) }
+        }
+    }
+
+    /// The URLs to load, from the arguments or the input; a line that is not an http or https
+    /// URL is a usage error, before anything is loaded.
+    private func list() throws -> [(String, URL)] {
+        var lines: [(number: Int?, text: String)] = self.urls.map { (nil, $0) }
+        if let input = self.input {
+            let data =
+                input == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: input)
+            guard let data else {
+                throw ValidationError("cannot read \(input): \(String(cString: strerror(errno))).")
+            }
+            for (number, line) in String(decoding: data, as: UTF8.self).split(
+                separator: "\n",
+                omittingEmptySubsequences: false
+            ).enumerated() {
+                let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !text.isEmpty && !text.hasPrefix("#") { lines.append((number + 1, text)) }
+            }
+        }
+        return try lines.map { number, text in
+            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host() != nil else {
+                let source = self.input == "-" ? "standard input" : self.input ?? ""
+                let place = number.map { "line \($0) of \(source)" } ?? "'\(text)'"
+                throw ValidationError("\(place) is not an http or https URL, such as https://example.com/a.png.")
+            }
+            return (text, url)
+        }
+    }
+
+    private func prefetch(_ urls: [(String, URL)]) async throws {
+        let start = ContinuousClock.now
+        let disk = try self.options.openCache()
+        let loader = try self.options.makeLoader(
+            disk: disk,
+            policy: self.policy.policy,
+            timeout: self.timeout,
+            connectionsPerHost: max(6, self.concurrency)
+        )
+        let style: ProgressDisplay.Style = self.options.quiet ? .none : isatty(2) != 0 ? .bar : .lines
+        let display = ProgressDisplay(style: style, total: urls.count)
+        var outcomes: [Outcome] = []
+        await withTaskGroup(of: Outcome.self) { group in
+            var next = urls.indices.makeIterator()
+            for _ in 0..<self.concurrency {
+                guard let index = next.next() else { break }
+                group.addTask { await Self.load(urls[index], index: index, loader: loader, display: display) }
+            }
+            while let outcome = await group.next() {
+                outcomes.append(outcome)
+                if let index = next.next(), !Task.isCancelled {
+                    group.addTask { await Self.load(urls[index], index: index, loader: loader, display: display) }
+                }
+            }
+        }
+        await loader.waitForBackgroundWork()
+        ToolState.record(loader.statistics, in: disk.directory)
+        display.clear()
+        try Task.checkCancellation()
+        self.summarize(outcomes, after: ContinuousClock.now - start)
+        if let worst = outcomes.compactMap({ if case .failed(let failure, _) = $0 { failure.status } else { nil } })
+            .max()
+        {
+            throw ExitCode(worst.rawValue)
+        }
+    }
+
+    private static func load(
+        _ url: (text: String, url: URL),
+        index: Int,
+        loader: ResourceLoader,
+        display: ProgressDisplay
+    ) async -> Outcome {
+        let outcome: Outcome
+        do {
+            let resource = try await loader.load(url.url) { progress in
+                display.received(progress.received, index: index)
+            }
+            if let failure = Failure(answer: resource, for: url.text) {
+                outcome = .failed(failure, url: url.text)
+            } else {
+                outcome = .loaded(
+                    resource.source,
+                    status: resource.response.status.code,
+                    bytes: resource.body.count,
+                    url: url.text
+                )
+            }
+        } catch {
+            outcome = .failed(Failure(loading: url.text, error), url: url.text)
+        }
+        display.finished(outcome, index: index)
+        return outcome
+    }
+
+    private func summarize(_ outcomes: [Outcome], after elapsed: Duration) {
+        var counts: [String: (count: Int, bytes: Int)] = [:]
+        var failures: [String] = []
+        for outcome in outcomes {
+            switch outcome {
+            case .loaded(let source, _, let bytes, _):
+                counts[Self.kind(source), default: (0, 0)].count += 1
+                counts[Self.kind(source), default: (0, 0)].bytes += bytes
+            case .failed(let failure, _):
+                failures.append(failure.message)
+            }
+        }
+        if !self.options.quiet {
+            var parts = ["fetched", "already fresh", "revalidated", "stale"].compactMap { kind in
+                counts[kind].map { "\($0.count) \(kind) (\(ByteCount.format($0.bytes)))" }
+            }
+            parts.append("\(failures.count) failed")
+            GlobalOptions.say(
+                "\(outcomes.count) URLs in \(formatDuration(elapsed)): " + parts.joined(separator: ", ")
+            )
+        }
+        for failure in failures { GlobalOptions.say("  \(failure)") }
+    }
+
+    /// How a load was answered, as the summary counts it.
+    static func kind(_ source: Resource.Source) -> String {
+        switch source {
+        case .network: "fetched"
+        case .memory, .disk: "already fresh"
+        case .revalidated: "revalidated"
+        case .stale, .generated: "stale"
+        }
+    }
+}
