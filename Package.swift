@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 "Cachalot",
                 "CachalotAsyncHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -36,8 +36,8 @@ struct Failure: Error, CustomStringConvertible {
             )
             return
         }
-        let cause = error.underlying.map { Self.describe($0) } ?? error.message
-        self.init(.network, "could not fetch \(url): \(cause) (\(Self.advice(for: cause)))")
+        let (cause, advice) = Self.explain(error.underlying.map { Self.describe($0) } ?? error.message)
+        self.init(.network, "could not fetch \(url): \(cause) (\(advice))")
     }
 
     /// The failure of an answer with an error status, or `nil` if `resource` is not one.
@@ -73,23 +73,21 @@ struct Failure: Error, CustomStringConvertible {
         (error as? CacheError)?.message ?? "\(error)"
     }
 
-    /// What to do about a transport failure, judged from its description.
-    private static func advice(for cause: String) -> String {
-        let cause = cause.lowercased()
-        if cause.contains("dns") || cause.contains("resolve") || cause.contains("lookup") {
-            return "check the host name"
+    /// A transport failure in plain words, and what to do about it, judged from its description.
+    private static func explain(_ description: String) -> (cause: String, advice: String) {
+        let text = description.lowercased()
+        if text.contains("dns") || text.contains("unknownhost") || text.contains("name or service not known") {
+            return ("the host name is unknown", "check the host name")
         }
-        if cause.contains("refused") || cause.contains("connect") {
-            return "check the address and port, and that the server is up"
+        if text.contains("refused") {
+            return ("the connection was refused", "check the address and port, and that the server is up")
         }
-        if cause.contains("tls") || cause.contains("ssl") || cause.contains("certificate")
-            || cause.contains("handshake")
-        {
-            return "the server's TLS could not be used: check the scheme and the certificate"
+        if text.contains("tls") || text.contains("ssl") || text.contains("certificate") || text.contains("handshake") {
+            return ("TLS failed: \(description)", "check the scheme, http or https, and the server's certificate")
         }
-        if cause.contains("timeout") || cause.contains("timed out") || cause.contains("deadline") {
-            return "the server did not answer in time: try a longer --timeout"
+        if text.contains("timeout") || text.contains("timed out") || text.contains("deadline") {
+            return ("the server did not answer in time", "try a longer --timeout")
         }
-        return "check the address, that the server is up, and the network"
+        return (description, "check the address, that the server is up, and the network")
     }
 }

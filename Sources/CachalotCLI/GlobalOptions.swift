@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
 import Foundation
@@ -70,10 +71,19 @@ struct GlobalOptions: ParsableArguments {
         if let connectionsPerHost { configuration.maximumConnectionsPerHost = connectionsPerHost }
         return try ResourceLoader(
             configuration: configuration,
-            transport: AsyncHTTPClientTransport(timeout: .milliseconds(Int64(timeout * 1_000))),
+            transport: AsyncHTTPClientTransport(client: Self.client, timeout: .milliseconds(Int64(timeout * 1_000))),
             disk: disk
         )
     }
+
+    /// The client for every request, made on first use and living as long as the process (so
+    /// it needs no shutdown). A connection that fails is reported at once, not retried until
+    /// the timeout: a refused port or an unknown host is an answer for a command-line tool.
+    private static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// Writes a line to standard error.
     static func say(_ line: String) {

@@ -31,6 +31,9 @@ public final class TestOrigin: Sendable {
         public var truncatedAfter: Int?
         /// Sends the body in chunks without announcing its length.
         public var isChunked = false
+        /// Sends only this many body bytes, calls `reached`, then sends nothing more until the
+        /// client closes the connection: a download that hangs.
+        public var stall: (after: Int, reached: @Sendable () -> Void)?
 
         /// Creates an answer with a text body.
         public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
@@ -134,13 +137,18 @@ public final class TestOrigin: Sendable {
                     try await outbound.write(
                         .head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))
                     )
-                    let sent = reply.truncatedAfter.map { reply.body.prefix($0) } ?? reply.body
+                    let sent = (reply.truncatedAfter ?? reply.stall?.after).map { reply.body.prefix($0) } ?? reply.body
                     // In pieces of 16 KiB, as a real origin's body arrives.
                     var offset = sent.startIndex
                     while offset < sent.endIndex {
                         let end = min(offset + 16_384, sent.endIndex)
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: sent[offset..<end]))))
                         offset = end
+                    }
+                    if let stall = reply.stall {
+                        stall.reached()
+                        try await connection.channel.closeFuture.get()
+                        return
                     }
                     // A truncated body ends with the connection, not with the message.
                     if reply.truncatedAfter != nil { return }

@@ -8,42 +8,14 @@ import Testing
 /// `cachalot get`, run as a child process against a real origin on 127.0.0.1.
 @Suite("cachalot get, end to end", .timeLimit(.minutes(1)))
 struct GetCommandTests {
-    let directory: TemporaryDirectory
+    let tool: CommandLineTool
 
     init() throws {
-        self.directory = try TemporaryDirectory()
+        self.tool = try CommandLineTool()
     }
 
-    static var executable: String {
-        #if os(Linux)
-        let tests = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        #else
-        let tests = URL(fileURLWithPath: CommandLine.arguments[0])
-        #endif
-        return tests.deletingLastPathComponent().appendingPathComponent("cachalot").path
-    }
-
-    /// Runs `cachalot` with the test's cache directory; returns its exit status, standard output
-    /// and standard error.
-    func cachalot(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
-        let child = try ChildProcess.start(
-            Self.executable,
-            [arguments[0], "--cache-dir", self.directory.path + "/cache"] + arguments.dropFirst(),
-            capturingOutput: true
-        )
-        return await Self.offThePool {
-            let output = child.readOutput()
-            let (status, errors) = child.waitForExit()
-            return (status, String(decoding: output, as: UTF8.self), errors)
-        }
-    }
-
-    /// Runs blocking work on a Dispatch thread: blocking the concurrency pool's few threads would
-    /// starve the test origin, which answers on them.
-    static func offThePool<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async -> Result {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
-        }
+    func cachalot(_ arguments: [String]) async throws -> CommandLineTool.Run {
+        try await self.tool.run(arguments)
     }
 
     @Test("the body goes to standard output; a second process answers from disk without asking")
@@ -69,14 +41,16 @@ struct GetCommandTests {
             .init(fields: [("Cache-Control", "no-store")], body: request.headerFields[.acceptLanguage] ?? "none")
         }
         defer { origin.stop() }
-        let file = self.directory.path + "/out.txt"
+        let file = self.tool.directory.path + "/out.txt"
         let result = try await self.cachalot([
             "get", "-q", "-o", file, "-H", "Accept-Language: fr", origin.url("/x").absoluteString,
         ])
         #expect(result.status == 0 && result.output.isEmpty && result.errors.isEmpty)
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "fr")
         #expect(
-            try FileManager.default.contentsOfDirectory(atPath: self.directory.path).sorted() == ["cache", "out.txt"]
+            try FileManager.default.contentsOfDirectory(atPath: self.tool.directory.path).sorted() == [
+                "cache", "out.txt",
+            ]
         )
     }
 
@@ -87,7 +61,7 @@ struct GetCommandTests {
         let notFound = try await self.cachalot(["get", origin.url("/gone").absoluteString])
         #expect(notFound.status == 2)
         #expect(notFound.errors.contains("404"))
-        let unreachable = try await self.cachalot(["get", "--timeout", "1", "http://127.0.0.1:1/x"])
+        let unreachable = try await self.cachalot(["get", "http://127.0.0.1:1/x"])
         #expect(unreachable.status == 3)
         #expect(unreachable.errors.contains("could not fetch http://127.0.0.1:1/x"))
         let offline = try await self.cachalot(["get", "--offline", origin.url("/never").absoluteString])
@@ -107,14 +81,63 @@ struct GetCommandTests {
         defer { origin.stop() }
         let arguments = { (path: String) in
             [
-                "get", "--cache-dir", self.directory.path + "/cache", "-o",
-                self.directory.path + "/\(path.dropFirst())",
+                "get", "--cache-dir", self.tool.directory.path + "/cache", "-o",
+                self.tool.directory.path + "/\(path.dropFirst())",
                 origin.url(path).absoluteString,
             ]
         }
-        let children = try ["/a", "/b", "/c", "/d"].map { try ChildProcess.start(Self.executable, arguments($0)) }
-        for child in children { #expect(await Self.offThePool { child.waitForExit().status } == 0) }
+        let children = try ["/a", "/b", "/c", "/d"].map {
+            try ChildProcess.start(CommandLineTool.executable, arguments($0))
+        }
+        for child in children { #expect(await CommandLineTool.offThePool { child.waitForExit().status } == 0) }
         let listed = try await self.cachalot(["get", "-v", "--offline", origin.url("/c").absoluteString])
         #expect(listed.status == 0 && listed.output == String(repeating: "/c", count: 1_000))
+    }
+
+    @Test("each failure names what failed and what to do, in one line, with no stack trace")
+    func failureMessages() async throws {
+        let never = Gate()
+        let origin = try await TestOrigin.start { request in
+            if request.path == "/slow" { await never.wait() }
+            return .init(body: "plain")
+        }
+        defer {
+            never.open()
+            origin.stop()
+        }
+        let cases: [([String], Int32, String)] = [
+            (
+                ["get", "http://127.0.0.1:1/x"], 3,
+                "the connection was refused (check the address and port, and that the server is up)"
+            ),
+            (["get", "http://no-such-host.invalid/x"], 3, "the host name is unknown (check the host name)"),
+            (
+                ["get", "https://127.0.0.1:\(origin.port)/x"], 3,
+                "(check the scheme, http or https, and the server's certificate)"
+            ),
+            (
+                ["get", "--timeout", "0.5", origin.url("/slow").absoluteString], 3,
+                "the server did not answer in time (try a longer --timeout)"
+            ),
+            (["get", "--max-size", "12 parsecs", origin.url("/x").absoluteString], 64, "'12 parsecs' is invalid"),
+        ]
+        for (arguments, status, advice) in cases {
+            let run = try await self.cachalot(arguments)
+            #expect(run.status == status, "\(arguments)")
+            #expect(run.errors.contains(advice), "\(run.errors)")
+            #expect(!run.errors.contains("Stack") && !run.errors.contains("Fatal error"))
+        }
+        #if os(Linux)
+        let unusable = try await CommandLineTool.finish(
+            ChildProcess.start(
+                CommandLineTool.executable,
+                ["get", "--cache-dir", "/proc/cachalot/x", origin.url("/x").absoluteString],
+                capturingOutput: true
+            )
+        )
+        #expect(unusable.status == 1)
+        #expect(unusable.errors.hasPrefix("cachalot: cannot use the cache directory /proc/cachalot/x: "))
+        #expect(unusable.errors.hasSuffix("(choose another with --cache-dir or CACHALOT_DIR)\n"))
+        #endif
     }
 }

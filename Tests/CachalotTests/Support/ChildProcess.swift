@@ -20,12 +20,23 @@ struct ChildProcess {
     }
 
     /// Starts `executable` with `arguments`; standard output is captured only if asked.
-    static func start(_ executable: String, _ arguments: [String], capturingOutput: Bool = false) throws -> ChildProcess
-    {
+    /// Standard input is `input` (a file), else /dev/null. Standard error is a pipe, or a
+    /// pseudo-terminal if `errorsToTerminal`, so that the child sees a terminal there.
+    static func start(
+        _ executable: String,
+        _ arguments: [String],
+        capturingOutput: Bool = false,
+        input: String? = nil,
+        errorsToTerminal: Bool = false
+    ) throws -> ChildProcess {
         var outputPipe: [Int32] = [-1, -1]
         var errorPipe: [Int32] = [-1, -1]
         if capturingOutput { _ = pipe(&outputPipe) }
-        _ = pipe(&errorPipe)
+        if errorsToTerminal {
+            errorPipe = try Self.openTerminal()
+        } else {
+            _ = pipe(&errorPipe)
+        }
         // Close-on-exec, so that a child another test starts meanwhile does not hold these pipes
         // open (a reader would then wait for that child's end, not this one's).
         for descriptor in outputPipe + errorPipe where descriptor >= 0 {
@@ -44,6 +55,7 @@ struct ChildProcess {
         } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
+        posix_spawn_file_actions_addopen(&actions, 0, input ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
         posix_spawn_file_actions_addclose(&actions, errorPipe[0])
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -54,6 +66,25 @@ struct ChildProcess {
         close(errorPipe[1])
         guard status == 0 else { throw SpawnFailed(status: status) }
         return ChildProcess(pid: pid, output: capturingOutput ? outputPipe[0] : -1, errors: errorPipe[0])
+    }
+
+    /// A new pseudo-terminal: its controller's descriptor (read by the parent) and its
+    /// terminal's (given to the child). Linux only: Swift does not see `posix_openpt`, so this
+    /// opens /dev/ptmx and unlocks and names the terminal with the ioctls behind it.
+    private static func openTerminal() throws -> [Int32] {
+        #if os(Linux)
+        let (setLock, getNumber): (UInt, UInt) = (0x4004_5431, 0x8004_5430)  // TIOCSPTLCK, TIOCGPTN
+        let controller = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        var unlock: Int32 = 0
+        var number: Int32 = 0
+        guard controller >= 0, ioctl(controller, setLock, &unlock) == 0, ioctl(controller, getNumber, &number) == 0
+        else { throw SpawnFailed(status: errno) }
+        let terminal = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        guard terminal >= 0 else { throw SpawnFailed(status: errno) }
+        return [controller, terminal]
+        #else
+        throw SpawnFailed(status: ENOTSUP)
+        #endif
     }
 
     /// Reads standard output until at least `count` newlines have come, or it ends; returns how
