@@ -12,7 +12,7 @@ struct CachalotCommand: AsyncParsableCommand {
 
             Exit status: 0 success; 1 the cache or the output could not be used; 2 the server \
             answered with an error status (400 to 599); 3 the server could not be reached or the \
-            transfer broke; 4 offline and not in the cache; 64 the command line was wrong.
+            transfer broke; 4 offline and not in the cache; 64 the command line was wrong; 130 interrupted (Ctrl-C).
             """,
         subcommands: [Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self]
     )

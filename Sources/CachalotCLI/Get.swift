@@ -12,6 +12,7 @@ import Darwin
 /// `cachalot get`: one URL to standard output or a file, through the cache.
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Fetch a URL through the cache and write its body.",
         discussion: """
             Examples:

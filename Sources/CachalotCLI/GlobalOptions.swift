@@ -11,7 +11,7 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(
         name: .customLong("max-size"),
-        help: "The most the cache may hold, such as 500MB or 2GiB (default: 256 MiB)."
+        help: "The most the cache may hold, such as 500MB or 2GiB; kept for the directory (default: 256 MiB)."
     )
     var maximumSize: ByteCount?
 
@@ -68,6 +68,8 @@ struct GlobalOptions: ParsableArguments {
         connectionsPerHost: Int? = nil
     ) throws -> ResourceLoader {
         var configuration = ResourceLoader.Configuration(policy: self.offline ? .returnCacheDataDontLoad : policy)
+        // One run answers each URL about once: the disk is its cache, and a memory tier only work.
+        configuration.memoryCostLimit = 0
         if let connectionsPerHost { configuration.maximumConnectionsPerHost = connectionsPerHost }
         return try ResourceLoader(
             configuration: configuration,

@@ -38,6 +38,7 @@ enum Maintenance {
 /// `cachalot purge --older-than DURATION`.
 struct Purge: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "purge",
         abstract: "Remove the entries stored longer ago than a duration.",
         discussion: """
             Examples:
@@ -65,6 +66,7 @@ struct Purge: AsyncParsableCommand {
 /// `cachalot trim --to SIZE`.
 struct Trim: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "trim",
         abstract: "Remove the least recently used entries until the cache is no larger than a size.",
         discussion: """
             Examples:
@@ -107,6 +109,7 @@ struct Trim: AsyncParsableCommand {
 /// `cachalot clear`.
 struct Clear: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "clear",
         abstract: "Remove every entry.",
         discussion: """
             Example:

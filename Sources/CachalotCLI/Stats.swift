@@ -5,6 +5,7 @@ import Foundation
 /// `cachalot stats`: how full the cache is, and how well it has served.
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "stats",
         abstract: "Show the cache's size against its limit, and its hit ratio since it was first used.",
         discussion: """
             Examples:
@@ -14,7 +15,7 @@ struct Stats: AsyncParsableCommand {
             Hits are loads answered from the cache: fresh from memory or disk, after a 304 \
             (Not Modified), or stale where allowed. Bytes saved are the body bytes those answers \
             did not download. The counts add up every cachalot run on this directory, and are \
-            kept in it (cachalot.json).
+            kept in it (cachalot.state).
             """
     )
 

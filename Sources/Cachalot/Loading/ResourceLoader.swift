@@ -62,11 +62,10 @@ public final class ResourceLoader: Sendable {
         logger: Logger = Logger(label: "cachalot", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(CacheError) {
         try configuration.validate()
-        var memoryConfiguration = MemoryCache<String, StoredEntry>.Configuration()
-        if let limit = configuration.memoryCostLimit, limit > 0 { memoryConfiguration.costLimit = limit }
+        // Without a limit given, the memory tier's default reads the system's memory.
         let memory =
             configuration.memoryCostLimit == 0
-            ? nil : try MemoryCache<String, StoredEntry>(configuration: memoryConfiguration)
+            ? nil : try MemoryCache<String, StoredEntry>(configuration: .init(costLimit: configuration.memoryCostLimit))
         self.configuration = configuration
         self.transport = transport
         self.store = ResponseStore(memory: memory, disk: disk)
@@ -76,7 +75,7 @@ public final class ResourceLoader: Sendable {
         let hosts = HostLimiter(limit: configuration.maximumConnectionsPerHost)
         self.hosts = hosts
         self.coalescer = Coalescer { run, priority in hosts.setPriority(priority, of: run) }
-        let diskLimit = (disk as? DiskCache)?.configuration.sizeLimit ?? memoryConfiguration.costLimit
+        let diskLimit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit ?? 0
         self.maximumEntrySize = configuration.maximumEntrySize ?? diskLimit / 20
     }
 
