@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CachalotTesting", targets: ["CachalotTesting"]),
         .library(name: "CachalotAsyncHTTPClient", targets: ["CachalotAsyncHTTPClient"]),
         .library(name: "CachalotURLSession", targets: ["CachalotURLSession"]),
+        .library(name: "CachalotImages", targets: ["CachalotImages"]),
         .library(name: "CachalotTestOrigin", targets: ["CachalotTestOrigin"]),
         .executable(name: "cachalot", targets: ["CachalotCLI"]),
     ],
@@ -74,6 +75,29 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"]), .brew(["libpng"])]
+        ),
+        .systemLibrary(
+            name: "CJPEG",
+            pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg62-turbo-dev"]), .brew(["jpeg-turbo"])]
+        ),
+        .target(
+            name: "CCachalotImageCodecs",
+            dependencies: ["CPNG", "CJPEG"]
+        ),
+        .target(
+            name: "CachalotImages",
+            dependencies: [
+                "Cachalot",
+                "CCachalotImageCodecs",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CachalotTestOrigin",
             dependencies: [
@@ -88,6 +112,19 @@ let package = Package(
             name: "CachalotTestWorker",
             dependencies: ["Cachalot", "CachalotTesting"],
             path: "Tests/CachalotTestWorker",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CachalotImagesTests",
+            dependencies: [
+                "Cachalot",
+                "CachalotImages",
+                "CachalotTesting",
+                "CachalotTestOrigin",
+                "CachalotAsyncHTTPClient",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -6,24 +6,24 @@ import Synchronization
 /// A caller that is cancelled stops waiting at once with `CancellationError`; the others go on
 /// waiting. When the last caller of a run has gone, the run is cancelled. A run's priority is
 /// that of its most urgent caller, and ``init(onPriorityChange:)`` hears when a caller raises it.
-final class Coalescer<Value: Sendable>: Sendable {
+package final class Coalescer<Value: Sendable>: Sendable {
     /// What a run knows of itself.
-    struct Run: Sendable {
+    package struct Run: Sendable {
         /// Unique among runs.
-        let id: Int
+        package let id: Int
         /// The priority of its most urgent caller when it started.
-        let priority: Int
+        package let priority: Int
         /// Tells the run's current callers how far it got.
-        let report: @Sendable (LoadProgress) -> Void
+        package let report: @Sendable (LoadProgress) -> Void
         /// Work the run does once its callers have their answer.
-        let afterAnswering = DeferredWork()
+        package let afterAnswering = DeferredWork()
     }
 
     /// Work to do after a run's callers are answered, such as writing what they got to disk.
-    final class DeferredWork: Sendable {
+    package final class DeferredWork: Sendable {
         private let work = Mutex<[@Sendable () -> Void]>([])
 
-        func add(_ work: @escaping @Sendable () -> Void) {
+        package func add(_ work: @escaping @Sendable () -> Void) {
             self.work.withLock { $0.append(work) }
         }
 
@@ -62,7 +62,7 @@ final class Coalescer<Value: Sendable>: Sendable {
 
     /// - Parameter onPriorityChange: Called, outside any lock, when a run's priority changes: a
     ///   more urgent caller joined, or a caller's priority was changed.
-    init(onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }) {
+    package init(onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }) {
         self.onPriorityChange = onPriorityChange
     }
 
@@ -75,7 +75,7 @@ final class Coalescer<Value: Sendable>: Sendable {
     ///
     /// - Parameter onWaiting: Told the caller's number among the run's callers, for
     ///   ``setPriority(_:key:caller:)``.
-    func run(
+    package func run(
         _ key: String,
         priority: Int,
         progress: (@Sendable (LoadProgress) -> Void)?,

@@ -3,8 +3,9 @@ import Synchronization
 /// Limits the network requests in flight to each host; the rest wait in order of priority,
 /// then of arrival.
 ///
-/// Only network requests pass through it: an answer from memory or disk never waits here.
-final class HostLimiter: Sendable {
+/// Only network requests pass through the loader's: an answer from memory or disk never waits
+/// there. CachalotImages limits decoding with one, under a single key.
+package final class HostLimiter: Sendable {
     private struct Waiter {
         var ticket: Int
         var priority: Int
@@ -26,7 +27,7 @@ final class HostLimiter: Sendable {
     let limit: Int
     private let state = Mutex(State())
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = limit
     }
 
@@ -36,7 +37,7 @@ final class HostLimiter: Sendable {
     ///   - ticket: Identifies the wait, for ``setPriority(_:of:)``; unique per wait.
     ///   - priority: Higher goes first.
     /// - Throws: `CancellationError` if the task is cancelled while it waits.
-    func acquire(_ host: String, ticket: Int, priority: Int) async throws {
+    package func acquire(_ host: String, ticket: Int, priority: Int) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = self.state.withLock { state -> Result<Bool, CancellationError> in
@@ -70,7 +71,7 @@ final class HostLimiter: Sendable {
     }
 
     /// Gives back a slot of `host`, to the most urgent waiter if there is one.
-    func release(_ host: String) {
+    package func release(_ host: String) {
         let next = self.state.withLock { state -> Waiter? in
             guard var entry = state.hosts[host] else { return nil }
             guard let index = entry.waiters.indices.max(by: { Self.isBefore(entry.waiters[$1], entry.waiters[$0]) })

@@ -56,7 +56,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public let errno: Int32?
 
     @usableFromInline
-    init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
+    package init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message
         self.path = path

@@ -1,10 +1,12 @@
 import Synchronization
 
 /// Holds tasks until it is opened; then lets every waiter, and every later one, through.
-final class Gate: Sendable {
+public final class Gate: Sendable {
+    public init() {}
+
     private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    func wait() async {
+    public func wait() async {
         await withCheckedContinuation { continuation in
             let isOpen = self.state.withLock { state in
                 if !state.isOpen { state.waiters.append(continuation) }
@@ -14,7 +16,7 @@ final class Gate: Sendable {
         }
     }
 
-    func open() {
+    public func open() {
         let waiters = self.state.withLock { state in
             state.isOpen = true
             defer { state.waiters = [] }
@@ -25,12 +27,15 @@ final class Gate: Sendable {
 }
 
 /// Counts events and lets a task wait until there have been enough.
-final class Countdown: Sendable {
+public final class Countdown: Sendable {
+    public init() {}
+
     private let state = Mutex<(count: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, []))
 
-    var count: Int { self.state.withLock { $0.count } }
+    /// The events so far.
+    public var count: Int { self.state.withLock { $0.count } }
 
-    func increment() {
+    public func increment() {
         let ready = self.state.withLock { state in
             state.count += 1
             let ready = state.waiters.filter { $0.0 <= state.count }
@@ -41,7 +46,7 @@ final class Countdown: Sendable {
     }
 
     /// Returns once `count` events have happened.
-    func wait(for count: Int) async {
+    public func wait(for count: Int) async {
         await withCheckedContinuation { continuation in
             let isReady = self.state.withLock { state in
                 if state.count < count { state.waiters.append((count, continuation)) }

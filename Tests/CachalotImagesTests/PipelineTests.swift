@@ -1,0 +1,143 @@
+import Cachalot
+import CachalotAsyncHTTPClient
+import CachalotImages
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+/// The image pipeline against a real origin on 127.0.0.1.
+@Suite("Image pipeline", .timeLimit(.minutes(1)))
+struct PipelineTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    /// A processor that counts its runs, around a thumbnail.
+    struct Counted: ImageProcessing {
+        let runs: Countdown
+        var identifier: String { "counted" }
+
+        func process(_ bitmap: Bitmap) throws -> Bitmap {
+            self.runs.increment()
+            return try Thumbnail(maximumPixelSize: 32).process(bitmap)
+        }
+    }
+
+    func pipeline(
+        memoryCostLimit: Int? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws -> (ImagePipeline, DiskCache) {
+        let variants = try DiskCache(directory: self.directory.url.appending(path: "variants"))
+        let loader = try ResourceLoader(
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: self.directory.url.appending(path: "originals"))
+        )
+        let pipeline = try ImagePipeline(
+            loader: loader,
+            variants: variants,
+            configuration: .init(memoryCostLimit: memoryCostLimit),
+            now: now
+        )
+        return (pipeline, variants)
+    }
+
+    @Test("a thumbnail is made once: then from memory, and for a new pipeline from the variant on disk")
+    func variantsAcrossTiers() async throws {
+        let jpeg = try ImageEncoder.jpeg(Images.photo(width: 640, height: 480))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: jpeg) }
+        defer { origin.stop() }
+        let url = origin.url("/photo.jpg")
+        let thumbnail = Thumbnail(maximumPixelSize: 64)
+        let (first, variants) = try self.pipeline()
+        let made = try await first.image(for: url, processors: [thumbnail])
+        #expect(made.width == 64 && made.height == 48)
+        #expect(try await first.image(for: url, processors: [thumbnail]) == made)
+        #expect(first.memory.statistics.hits == 1)
+        #expect(first.memory.totalCost == made.cost)
+
+        await first.waitForBackgroundWork()
+        #expect(try variants.contains(ImagePipeline.key(for: url, processors: [thumbnail])))
+        let (second, _) = try self.pipeline()
+        let again = try await second.image(for: url, processors: [thumbnail])
+        #expect(again.width == 64 && again.height == 48)
+        #expect(origin.requests.count == 1)
+        // The original, unprocessed, is another key: its bytes come from the loader's disk.
+        let original = try await second.image(for: url)
+        #expect(original.width == 640 && second.memory.totalCost == again.cost + original.cost)
+        #expect(origin.requests.count == 1)
+    }
+
+    @Test("identical requests in flight share one load and one processing")
+    func coalescing() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 200, height: 100))
+        let release = Gate()
+        let arrived = Countdown()
+        let origin = try await TestOrigin.start { _ in
+            arrived.increment()
+            await release.wait()
+            return .init(fields: [("Cache-Control", "max-age=600")], data: png)
+        }
+        defer { origin.stop() }
+        let runs = Countdown()
+        let (pipeline, _) = try self.pipeline()
+        let url = origin.url("/a.png")
+        let results = try await withThrowingTaskGroup(of: Bitmap.self) { group in
+            for _ in 0..<8 { group.addTask { try await pipeline.image(for: url, processors: [Counted(runs: runs)]) } }
+            // The origin holds its answer until asked: callers that come meanwhile join the
+            // flight, later ones find the bitmap in memory.
+            await arrived.wait(for: 1)
+            release.open()
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 8 && Set(results.map(\.width)) == [32])
+        #expect(runs.count == 1)
+        #expect(origin.requests.count == 1)
+    }
+
+    @Test("an error status and bytes that are no image are clear errors, and nothing is kept")
+    func badAnswers() async throws {
+        let origin = try await TestOrigin.start { request in
+            request.path == "/missing" ? .init(status: 404, body: "no") : .init(body: "<html>not an image</html>")
+        }
+        defer { origin.stop() }
+        let (pipeline, variants) = try self.pipeline()
+        await #expect { _ = try await pipeline.image(for: origin.url("/missing")) } throws: {
+            ($0 as? ImageError)?.code == .status(404)
+        }
+        await #expect {
+            _ = try await pipeline.image(for: origin.url("/page"), processors: [Thumbnail(maximumPixelSize: 8)])
+        } throws: {
+            ($0 as? ImageError)?.code == .unknownFormat
+        }
+        let stored = try variants.count
+        #expect(pipeline.memory.count == 0 && stored == 0)
+    }
+
+    @Test("a variant lasts as long as its original was fresh; then it is made again from the origin")
+    func variantExpiry() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 100, height: 100))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: png) }
+        defer { origin.stop() }
+        let clock = ManualWallClock()
+        let url = origin.url("/icon.png")
+        let runs = Countdown()
+        let (first, variants) = try self.pipeline(now: { clock.now })
+        _ = try await first.image(for: url, processors: [Counted(runs: runs)])
+        await first.waitForBackgroundWork()
+        #expect(try variants.count == 1)
+        // Within the minute, a new pipeline uses the variant.
+        clock.advance(by: 30)
+        let (second, _) = try self.pipeline(now: { clock.now })
+        _ = try await second.image(for: url, processors: [Counted(runs: runs)])
+        #expect(runs.count == 1)
+        // After it, the variant is made again.
+        clock.advance(by: 60)
+        let (third, _) = try self.pipeline(now: { clock.now })
+        _ = try await third.image(for: url, processors: [Counted(runs: runs)])
+        #expect(runs.count == 2)
+    }
+}
