@@ -49,6 +49,20 @@ let package = Package(
             path: "Benchmarks/Loader",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "ImageBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "CachalotImages", package: "Cachalot"),
+            ],
+            path: "Benchmarks/Images",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "ThumbnailTimer",
+            dependencies: [.product(name: "CachalotImages", package: "Cachalot")],
+            path: "Sources/ThumbnailTimer"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

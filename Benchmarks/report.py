@@ -173,7 +173,33 @@ def loader(results):
     print()
 
 
+def images(results):
+    """The image tables: the thumbnail's ratio to a full decode, and decoding throughput."""
+    ratio = "256-pixel thumbnail of a 4000x3000 JPEG against a full decode and resize, same iteration"
+    timed = [
+        ("decode a 4000 × 3000 JPEG", "decode a 4000x3000 JPEG (12 megapixels)", 12),
+        ("decode a 4000 × 3000 PNG", "decode a 4000x3000 PNG (12 megapixels)", 12),
+        ("256-pixel thumbnail of a 4000 × 3000 JPEG", "256-pixel thumbnail of a 4000x3000 JPEG", 12),
+    ]
+    if ratio not in results and not any(name in results for _, name, _ in timed):
+        return
+    print("### Images")
+    print()
+    same_iteration_table(results, [
+        ("256-pixel thumbnail of a 4000 × 3000 JPEG, against a full decode and the same resize", ratio, "≤ 0.25×"),
+    ])
+    print()
+    row("work (p50)", "time", "megapixels of source a second")
+    row("---", "---:", "---:")
+    for label, name, megapixels in timed:
+        if name in results:
+            time = results[name]["Time (wall clock) (ns)"]
+            row(label, f"{time / 1e6:.1f} ms", f"{megapixels / (time / 1e9):.0f}")
+    print()
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     disk(parse(sys.argv[1]))
     loader(parse(sys.argv[1]))
+    images(parse(sys.argv[1]))

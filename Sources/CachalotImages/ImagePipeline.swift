@@ -27,7 +27,8 @@ import Synchronization
 public final class ImagePipeline: Sendable {
     public struct Configuration: Sendable {
         /// The most memory the decoded bitmaps may hold, in bytes. Default: `nil`, the
-        /// ``MemoryCache`` default (a share of the machine's memory).
+        /// ``MemoryCache`` default (a share of the machine's memory). As in any `MemoryCache`, one
+        /// bitmap may take at most a tenth of it; a larger one is answered but not kept.
         public var memoryCostLimit: Int?
         /// How many images may be decoded and processed at once. Default: the active processors.
         public var maximumConcurrentDecodes: Int

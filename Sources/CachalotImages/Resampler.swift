@@ -101,7 +101,8 @@ enum Resampler {
         }
     }
 
-    /// Filters one line of pixels (`stride` bytes apart) into another.
+    /// Filters one line of pixels (`stride` bytes apart) into another. The channels of a pixel
+    /// are summed together, in one pass over the taps.
     private static func filter(
         _ input: UnsafePointer<UInt8>,
         stride: Int,
@@ -111,18 +112,35 @@ enum Resampler {
         weights: Weights
     ) {
         weights.values.withUnsafeBufferPointer { values in
-            for position in 0..<weights.starts.count {
-                let start = weights.starts[position]
-                let count = weights.counts[position]
-                let taps = values.baseAddress! + position * weights.taps
-                for channel in 0..<channels {
-                    var sum: Float = 0.5
-                    var source = input + start * stride + channel
-                    for tap in 0..<count {
-                        sum += Float(source.pointee) * taps[tap]
-                        source += stride
+            weights.starts.withUnsafeBufferPointer { starts in
+                weights.counts.withUnsafeBufferPointer { counts in
+                    for position in 0..<starts.count {
+                        let taps = values.baseAddress! + position * weights.taps
+                        var source = input + starts[position] * stride
+                        let pixel = output + position * outputStride
+                        if channels == 4 {
+                            var sums: SIMD4<Float> = .init(repeating: 0.5)
+                            for tap in 0..<counts[position] {
+                                let value = SIMD4<Float>(
+                                    Float(source[0]),
+                                    Float(source[1]),
+                                    Float(source[2]),
+                                    Float(source[3])
+                                )
+                                sums += value * taps[tap]
+                                source += stride
+                            }
+                            let clamped = sums.clamped(lowerBound: .zero, upperBound: .init(repeating: 255))
+                            for channel in 0..<4 { pixel[channel] = UInt8(clamped[channel]) }
+                        } else {
+                            var sum: Float = 0.5
+                            for tap in 0..<counts[position] {
+                                sum += Float(source[0]) * taps[tap]
+                                source += stride
+                            }
+                            pixel[0] = UInt8(min(max(sum, 0), 255))
+                        }
                     }
-                    output[position * outputStride + channel] = UInt8(min(max(sum, 0), 255))
                 }
             }
         }

@@ -71,6 +71,20 @@ struct PipelineTests {
         #expect(origin.requests.count == 1)
     }
 
+    @Test("the memory tier holds bitmaps by bytesPerRow × height, within its limit")
+    func memoryCost() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 100, height: 50))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        defer { origin.stop() }
+        // Room for ten 100 × 50 RGBA bitmaps of 20,000 bytes (an entry may take a tenth).
+        let (pipeline, _) = try self.pipeline(memoryCostLimit: 200_000)
+        let first = try await pipeline.image(for: origin.url("/0.png"))
+        #expect(first.cost == 100 * 4 * 50 && pipeline.memory.totalCost == 20_000)
+        for index in 1...11 { _ = try await pipeline.image(for: origin.url("/\(index).png")) }
+        #expect(pipeline.memory.totalCost <= 200_000 && pipeline.memory.count <= 10)
+        #expect(pipeline.memory.totalCost == pipeline.memory.count * 20_000)
+    }
+
     @Test("identical requests in flight share one load and one processing")
     func coalescing() async throws {
         let png = try ImageEncoder.png(Images.photo(width: 200, height: 100))

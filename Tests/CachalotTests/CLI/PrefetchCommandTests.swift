@@ -77,7 +77,7 @@ struct PrefetchCommandTests {
         let origin = try await TestOrigin.start { _ in .init(body: String(repeating: "y", count: 2_048)) }
         defer { origin.stop() }
         let run = try await self.tool.run(
-            ["prefetch", origin.url("/1").absoluteString, origin.url("/2").absoluteString],
+            ["prefetch", "--concurrency", "1", origin.url("/1").absoluteString, origin.url("/2").absoluteString],
             errorsToTerminal: true
         )
         #expect(run.status == 0)
