@@ -87,6 +87,14 @@ struct GlobalOptions: ParsableArguments {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
+    /// Prints `value` as JSON on standard output: keys sorted, dates in ISO 8601.
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+    }
+
     /// Writes a line to standard error.
     static func say(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -59,10 +59,7 @@ struct List: AsyncParsableCommand {
             throw Failure(.cacheUnusable, "cannot list \(disk.directory.path): \(Failure.describe(error))")
         }
         if self.json {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(lines) + Data("\n".utf8))
+            try GlobalOptions.printJSON(lines)
             return
         }
         var table = [["STATUS", "SIZE", "AGE", "FRESHNESS", "VALIDATORS", "URL"]]

@@ -53,7 +53,9 @@ struct PrefetchCommand: AsyncParsableCommand {
     /// How one URL's load ended.
     enum Outcome: Sendable {
         case loaded(Resource.Source, status: Int, bytes: Int, url: String)
-        case failed(Failure, url: String)
+        case failed(Failure)
+        /// Stopped by an interruption: no line, no count.
+        case cancelled
 
         var bytes: Int {
             if case .loaded(_, _, let bytes, _) = self { return bytes }
@@ -65,8 +67,10 @@ struct PrefetchCommand: AsyncParsableCommand {
             switch self {
             case .loaded(let source, let status, let bytes, let url):
                 "\(PrefetchCommand.kind(source).padding(toLength: 13, withPad: " ", startingAt: 0))  \(status)  \(ByteCount.format(bytes))  \(url)"
-            case .failed(let failure, _):
+            case .failed(let failure):
                 "failed         \(failure.message)"
+            case .cancelled:
+                "cancelled"
             }
         }
     }
@@ -145,7 +149,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         display.clear()
         try Task.checkCancellation()
         self.summarize(outcomes, after: ContinuousClock.now - start)
-        if let worst = outcomes.compactMap({ if case .failed(let failure, _) = $0 { failure.status } else { nil } })
+        if let worst = outcomes.compactMap({ if case .failed(let failure) = $0 { failure.status } else { nil } })
             .max()
         {
             throw ExitCode(worst.rawValue)
@@ -164,7 +168,7 @@ struct PrefetchCommand: AsyncParsableCommand {
                 display.received(progress.received, index: index)
             }
             if let failure = Failure(answer: resource, for: url.text) {
-                outcome = .failed(failure, url: url.text)
+                outcome = .failed(failure)
             } else {
                 outcome = .loaded(
                     resource.source,
@@ -173,8 +177,10 @@ struct PrefetchCommand: AsyncParsableCommand {
                     url: url.text
                 )
             }
+        } catch is CancellationError {
+            return .cancelled
         } catch {
-            outcome = .failed(Failure(loading: url.text, error), url: url.text)
+            outcome = .failed(Failure(loading: url.text, error))
         }
         display.finished(outcome, index: index)
         return outcome
@@ -188,8 +194,10 @@ struct PrefetchCommand: AsyncParsableCommand {
             case .loaded(let source, _, let bytes, _):
                 counts[Self.kind(source), default: (0, 0)].count += 1
                 counts[Self.kind(source), default: (0, 0)].bytes += bytes
-            case .failed(let failure, _):
+            case .failed(let failure):
                 failures.append(failure.message)
+            case .cancelled:
+                continue
             }
         }
         if !self.options.quiet {

@@ -54,10 +54,7 @@ struct Stats: AsyncParsableCommand {
             throw Failure(.cacheUnusable, "cannot read \(disk.directory.path): \(Failure.describe(error))")
         }
         if self.json {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(report) + Data("\n".utf8))
+            try GlobalOptions.printJSON(report)
             return
         }
         let now = Date()
