@@ -3,6 +3,7 @@ import CachalotAsyncHTTPClient
 import CachalotImages
 import CachalotTestOrigin
 import CachalotTesting
+import Dispatch
 import Foundation
 import HTTPTypes
 import Testing
@@ -110,6 +111,57 @@ struct PipelineTests {
         #expect(results.count == 8 && Set(results.map(\.width)) == [32])
         #expect(runs.count == 1)
         #expect(origin.requests.count == 1)
+    }
+
+    /// A processor that says it started, then holds its thread until released.
+    struct Blocking: ImageProcessing {
+        let started: Countdown
+        let release: DispatchSemaphore
+        var identifier: String { "blocking" }
+
+        func process(_ bitmap: Bitmap) throws -> Bitmap {
+            self.started.increment()
+            self.release.wait()
+            return bitmap
+        }
+    }
+
+    @Test("a request whose caller went stops before its decoding: its processor never runs")
+    func cancellationStopsWork() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
+        let asked = Countdown()
+        let origin = try await TestOrigin.start { request in
+            if request.path == "/b.png" { asked.increment() }
+            return .init(fields: [("Cache-Control", "max-age=600")], data: png)
+        }
+        defer { origin.stop() }
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())
+        let pipeline = try ImagePipeline(
+            loader: loader,
+            variants: nil,
+            configuration: .init(maximumConcurrentDecodes: 1)
+        )
+        let (started, release) = (Countdown(), DispatchSemaphore(value: 0))
+        let runsB = Countdown()
+        // A holds the only decoding slot.
+        let a = Task {
+            try await pipeline.image(
+                for: origin.url("/a.png"),
+                processors: [Blocking(started: started, release: release)]
+            )
+        }
+        await started.wait(for: 1)
+        // B is loaded, then waits for the slot; its only caller goes.
+        let b = Task { try await pipeline.image(for: origin.url("/b.png"), processors: [Counted(runs: runsB)]) }
+        await asked.wait(for: 1)
+        b.cancel()
+        await #expect(throws: CancellationError.self) { try await b.value }
+        release.signal()
+        _ = try await a.value
+        // C queues behind where B stood: had B's work gone on, it would have run first.
+        let runsC = Countdown()
+        _ = try await pipeline.image(for: origin.url("/c.png"), processors: [Counted(runs: runsC)])
+        #expect(runsC.count == 1 && runsB.count == 0)
     }
 
     @Test("an error status and bytes that are no image are clear errors, and nothing is kept")
