@@ -124,8 +124,7 @@ public final class ImagePipeline: Sendable {
         run: Coalescer<Bitmap>.Run
     ) async throws -> Bitmap {
         if !processors.isEmpty, let bytes = self.storedVariant(key) {
-            let bitmap = try await self.decoded { () throws(ImageError) in try self.configuration.decoder.decode(bytes)
-            }
+            let bitmap = try await self.decoded { try self.configuration.decoder.decode(bytes) }
             try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
             return bitmap
         }
@@ -134,9 +133,7 @@ public final class ImagePipeline: Sendable {
         guard (200..<300).contains(status) else {
             throw ImageError(.status(status), "the server answered \(status) for \(url.absoluteString)")
         }
-        let bitmap = try await self.decoded { () throws in
-            try self.process(resource.body, processors)
-        }
+        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
         try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
         if !processors.isEmpty, let variants = self.variants {
             // Encoded and written once the callers have the bitmap.
@@ -146,15 +143,16 @@ public final class ImagePipeline: Sendable {
             self.pending.begin()
             run.afterAnswering.add { [pending] in
                 defer { pending.end() }
-                guard
-                    let bytes = try?
-                        (isPNG || bitmap.hasTransparency
-                        ? ImageEncoder.png(bitmap) : ImageEncoder.jpeg(bitmap, quality: quality))
-                else { return }
+                guard let bytes = try? Self.encoded(bitmap, asPNG: isPNG, quality: quality) else { return }
                 try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
             }
         }
         return bitmap
+    }
+
+    /// A variant's bytes: PNG if its source was PNG or it has transparency, else JPEG.
+    private static func encoded(_ bitmap: Bitmap, asPNG isPNG: Bool, quality: Int) throws(ImageError) -> Data {
+        isPNG || bitmap.hasTransparency ? try ImageEncoder.png(bitmap) : try ImageEncoder.jpeg(bitmap, quality: quality)
     }
 
     /// Decodes `body`, at the smallest size the first processor allows, and processes it.
