@@ -92,9 +92,7 @@ struct Get: AsyncParsableCommand {
         } catch {
             throw Failure(loading: self.url, error)
         }
-        // What was loaded reaches the disk before the process ends.
-        await loader.waitForBackgroundWork()
-        ToolState.record(loader.statistics, in: disk.directory)
+        await self.options.finish(loader, disk: disk)
         if let failure = Failure(answer: resource, for: self.url), failure.status == .notCached { throw failure }
         try self.write(resource.body)
         self.report(resource, after: ContinuousClock.now - start)

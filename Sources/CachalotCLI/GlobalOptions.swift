@@ -87,6 +87,20 @@ struct GlobalOptions: ParsableArguments {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
+    /// Ends a run's loading: waits until what was loaded is on disk, adds the run's counts to
+    /// `cachalot.state`, and warns if something could not be stored (the answers stand).
+    func finish(_ loader: ResourceLoader, disk: DiskCache) async {
+        await loader.waitForBackgroundWork()
+        let statistics = loader.statistics
+        ToolState.record(statistics, in: disk.directory)
+        if statistics.storageFailures > 0 && !self.quiet {
+            Self.say(
+                "cachalot: warning: \(statistics.storageFailures) answer(s) could not be stored in "
+                    + "\(disk.directory.path) (free some disk space, or lower --max-size)"
+            )
+        }
+    }
+
     /// Prints `value` as JSON on standard output: keys sorted, dates in ISO 8601.
     static func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()

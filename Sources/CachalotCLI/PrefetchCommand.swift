@@ -144,8 +144,7 @@ struct PrefetchCommand: AsyncParsableCommand {
                 }
             }
         }
-        await loader.waitForBackgroundWork()
-        ToolState.record(loader.statistics, in: disk.directory)
+        await self.options.finish(loader, disk: disk)
         display.clear()
         try Task.checkCancellation()
         self.summarize(outcomes, after: ContinuousClock.now - start)

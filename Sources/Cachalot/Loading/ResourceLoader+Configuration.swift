@@ -15,7 +15,8 @@ extension ResourceLoader {
         public var memoryCostLimit: Int?
         /// The largest body stored, in bytes; larger ones are answered but not stored. Default:
         /// `nil`, which means 5 % of the ``DiskCache``'s size limit (the rule Apple's `URLCache`
-        /// uses), or 5 % of the memory tier's limit without a `DiskCache`.
+        /// uses), or 5 % of the memory tier's limit without a `DiskCache`, or no limit with
+        /// neither.
         public var maximumEntrySize: Int?
         /// Bodies larger than this many bytes (by `Content-Length`, or as they arrive) are
         /// written to the ``DiskCache`` as they arrive and answered mapped from the file, so

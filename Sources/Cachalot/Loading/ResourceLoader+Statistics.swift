@@ -23,6 +23,9 @@ extension ResourceLoader {
         public var bytesFromNetwork = 0
         /// Body bytes answered from memory or disk.
         public var bytesFromCache = 0
+        /// Responses that were to be stored on disk but could not be (a full disk, an
+        /// unwritable directory); their loads were answered all the same.
+        public var storageFailures = 0
 
         /// Statistics of nothing done yet.
         public init() {}
@@ -42,6 +45,7 @@ final class LoaderCounters: Sendable {
     private let staleAnswers = Atomic<Int>(0)
     private let bytesFromNetwork = Atomic<Int>(0)
     private let bytesFromCache = Atomic<Int>(0)
+    private let storageFailures = Atomic<Int>(0)
     private let metrics: Metrics?
 
     private struct Metrics: Sendable {
@@ -54,6 +58,7 @@ final class LoaderCounters: Sendable {
         let staleAnswers: Counter
         let bytesFromNetwork: Counter
         let bytesFromCache: Counter
+        let storageFailures: Counter
 
         init(_ configuration: MetricsConfiguration) {
             let (label, factory) = (configuration.label, configuration.factory)
@@ -70,6 +75,7 @@ final class LoaderCounters: Sendable {
                 factory: factory
             )
             self.bytesFromCache = Counter(label: "\(label).bytes", dimensions: [("source", "cache")], factory: factory)
+            self.storageFailures = Counter(label: "\(label).storage_failures", factory: factory)
         }
     }
 
@@ -88,6 +94,7 @@ final class LoaderCounters: Sendable {
         statistics.staleAnswers = self.staleAnswers.load(ordering: .relaxed)
         statistics.bytesFromNetwork = self.bytesFromNetwork.load(ordering: .relaxed)
         statistics.bytesFromCache = self.bytesFromCache.load(ordering: .relaxed)
+        statistics.storageFailures = self.storageFailures.load(ordering: .relaxed)
         return statistics
     }
 
@@ -133,5 +140,11 @@ final class LoaderCounters: Sendable {
     func received(_ bytes: Int) {
         self.bytesFromNetwork.wrappingAdd(bytes, ordering: .relaxed)
         self.metrics?.bytesFromNetwork.increment(by: bytes)
+    }
+
+    /// Counts a response that could not be stored on disk.
+    func storageFailure() {
+        self.storageFailures.wrappingAdd(1, ordering: .relaxed)
+        self.metrics?.storageFailures.increment()
     }
 }

@@ -75,8 +75,8 @@ public final class ResourceLoader: Sendable {
         let hosts = HostLimiter(limit: configuration.maximumConnectionsPerHost)
         self.hosts = hosts
         self.coalescer = Coalescer { run, priority in hosts.setPriority(priority, of: run) }
-        let diskLimit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit ?? 0
-        self.maximumEntrySize = configuration.maximumEntrySize ?? diskLimit / 20
+        let limit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit
+        self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
     }
 
     deinit {
@@ -316,6 +316,7 @@ public final class ResourceLoader: Sendable {
             try writer.commit()
             if !names.isEmpty { try self.store.storeVariants(names, url: url) }
         } catch {
+            self.counters.storageFailure()
             self.logger.debug("Storing a large response failed", metadata: ["key": "\(url)", "error": "\(error)"])
         }
     }
@@ -411,10 +412,11 @@ public final class ResourceLoader: Sendable {
     private func save(_ response: CachedResponse, key: String, request: HTTPRequest, run: Coalescer<Resource>.Run) {
         let write = self.store.store(response, url: key, request: request)
         self.pending.begin()
-        run.afterAnswering.add { [pending, logger] in
+        run.afterAnswering.add { [pending, logger, counters] in
             do {
                 try write.perform()
             } catch {
+                counters.storageFailure()
                 logger.debug("Storing a response failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
             pending.end()

@@ -5,6 +5,10 @@ import Foundation
 import HTTPTypes
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `cachalot get`, run as a child process against a real origin on 127.0.0.1.
 @Suite("cachalot get, end to end", .timeLimit(.minutes(1)))
 struct GetCommandTests {
@@ -140,4 +144,31 @@ struct GetCommandTests {
         #expect(unusable.errors.hasSuffix("(choose another with --cache-dir or CACHALOT_DIR)\n"))
         #endif
     }
+
+    #if os(Linux)
+    @Test(
+        "on a full disk the body is still written, with a warning that it could not be stored",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root")
+    )
+    func fullDisk() async throws {
+        let body = String(repeating: "f", count: 600_000)
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: body) }
+        defer { origin.stop() }
+        // The cache directory on a 512 KiB file system: the 600 KB answer cannot be stored.
+        let mountPoint = self.tool.cache
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+        let mount = try ChildProcess.start("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
+        try #require(await CommandLineTool.offThePool { mount.waitForExit().status } == 0)
+        defer {
+            if let unmount = try? ChildProcess.start("umount", [mountPoint]) { _ = unmount.waitForExit() }
+        }
+        let run = try await self.cachalot(["get", "--max-size", "100MB", origin.url("/big").absoluteString])
+        #expect(run.status == 0 && run.output == body)
+        #expect(run.errors.contains("warning: 1 answer(s) could not be stored in \(mountPoint)"))
+        #expect(run.errors.contains("(free some disk space, or lower --max-size)"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint + "/tmp").isEmpty)
+        let offline = try await self.cachalot(["get", "--offline", origin.url("/big").absoluteString])
+        #expect(offline.status == 4)
+    }
+    #endif
 }

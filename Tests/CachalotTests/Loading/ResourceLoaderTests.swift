@@ -382,6 +382,21 @@ struct ResourceLoaderTests {
         #expect(origin.requests.map(\.path) == ["/cached", "/blocker", "/high", "/low"])
     }
 
+    @Test("a response that cannot be stored is answered all the same, and counted")
+    func storageFailure() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "kept?") }
+        defer { origin.stop() }
+        let loader = try ResourceLoader(
+            configuration: .init(memoryCostLimit: 0),
+            transport: AsyncHTTPClientTransport(),
+            disk: FullDisk()
+        )
+        let resource = try await loader.load(origin.url("/x"))
+        await loader.waitForBackgroundWork()
+        #expect(resource.body == Data("kept?".utf8) && resource.source == .network)
+        #expect(loader.statistics.storageFailures == 1)
+    }
+
     @Test("statistics are reported through swift-metrics too")
     func metrics() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "m") }
@@ -395,6 +410,17 @@ struct ResourceLoaderTests {
         #expect(try metrics.expectCounter("loader.hits", [("tier", "memory")]).totalValue == 1)
         #expect(try metrics.expectCounter("loader.bytes", [("source", "network")]).totalValue == 1)
     }
+}
+
+/// A disk tier whose every write fails as a full disk does.
+struct FullDisk: DataCaching {
+    func entry(forKey key: String) throws(CacheError) -> DataCacheEntry? { nil }
+    func contains(_ key: String) throws(CacheError) -> Bool { false }
+    func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {
+        throw CacheError(.outOfSpace, "No space left on device.")
+    }
+    func removeValue(forKey key: String) throws(CacheError) -> Bool { false }
+    func removeAll() throws(CacheError) {}
 }
 
 /// A transport that counts the sends that ended because their task was cancelled.
