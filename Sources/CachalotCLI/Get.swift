@@ -93,10 +93,11 @@ struct Get: AsyncParsableCommand {
             throw Failure(loading: self.url, error)
         }
         await self.options.finish(loader, disk: disk)
-        if let failure = Failure(answer: resource, for: self.url), failure.status == .notCached { throw failure }
+        let failure = Failure(answer: resource, for: self.url)
+        if let failure, failure.status == .notCached { throw failure }
         try self.write(resource.body)
         self.report(resource, after: ContinuousClock.now - start)
-        if let failure = Failure(answer: resource, for: self.url) { throw failure }
+        if let failure { throw failure }
     }
 
     /// Writes the body to the output file (whole or not at all) or to standard output.

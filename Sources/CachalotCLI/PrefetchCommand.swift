@@ -54,8 +54,6 @@ struct PrefetchCommand: AsyncParsableCommand {
     enum Outcome: Sendable {
         case loaded(Resource.Source, status: Int, bytes: Int, url: String)
         case failed(Failure)
-        /// Stopped by an interruption: no line, no count.
-        case cancelled
 
         var bytes: Int {
             if case .loaded(_, _, let bytes, _) = self { return bytes }
@@ -69,8 +67,6 @@ struct PrefetchCommand: AsyncParsableCommand {
                 "\(PrefetchCommand.kind(source).padding(toLength: 13, withPad: " ", startingAt: 0))  \(status)  \(ByteCount.format(bytes))  \(url)"
             case .failed(let failure):
                 "failed         \(failure.message)"
-            case .cancelled:
-                "cancelled"
             }
         }
     }
@@ -131,14 +127,15 @@ struct PrefetchCommand: AsyncParsableCommand {
         let style: ProgressDisplay.Style = self.options.quiet ? .none : isatty(2) != 0 ? .bar : .lines
         let display = ProgressDisplay(style: style, total: urls.count)
         var outcomes: [Outcome] = []
-        await withTaskGroup(of: Outcome.self) { group in
+        // A load stopped by an interruption has no outcome: no line, no count.
+        await withTaskGroup(of: Outcome?.self) { group in
             var next = urls.indices.makeIterator()
             for _ in 0..<self.concurrency {
                 guard let index = next.next() else { break }
                 group.addTask { await Self.load(urls[index], index: index, loader: loader, display: display) }
             }
             while let outcome = await group.next() {
-                outcomes.append(outcome)
+                if let outcome { outcomes.append(outcome) }
                 if let index = next.next(), !Task.isCancelled {
                     group.addTask { await Self.load(urls[index], index: index, loader: loader, display: display) }
                 }
@@ -160,7 +157,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         index: Int,
         loader: ResourceLoader,
         display: ProgressDisplay
-    ) async -> Outcome {
+    ) async -> Outcome? {
         let outcome: Outcome
         do {
             let resource = try await loader.load(url.url) { progress in
@@ -177,7 +174,7 @@ struct PrefetchCommand: AsyncParsableCommand {
                 )
             }
         } catch is CancellationError {
-            return .cancelled
+            return nil
         } catch {
             outcome = .failed(Failure(loading: url.text, error))
         }
@@ -195,8 +192,6 @@ struct PrefetchCommand: AsyncParsableCommand {
                 counts[Self.kind(source), default: (0, 0)].bytes += bytes
             case .failed(let failure):
                 failures.append(failure.message)
-            case .cancelled:
-                continue
             }
         }
         if !self.options.quiet {

@@ -66,7 +66,7 @@ final class ProgressDisplay: Sendable {
         let now = ContinuousClock.now
         if !force, let last = state.lastDrawn, now - last < .milliseconds(100) { return nil }
         state.lastDrawn = now
-        let elapsed = Self.seconds(now - self.start)
+        let elapsed = (now - self.start).seconds
         let bytes = state.finishedBytes + state.inFlight.values.reduce(0, +)
         let width = 24
         let filled = self.total == 0 ? width : width * state.finished / self.total
@@ -78,10 +78,6 @@ final class ProgressDisplay: Sendable {
             line += "  \(formatSeconds(left.rounded(.up))) left"
         }
         return line + "\u{1B}[K"
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private static func write(_ text: String) {

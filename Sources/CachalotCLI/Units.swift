@@ -40,7 +40,7 @@ struct ByteCount: ExpressibleByArgument {
 
 /// `duration` for people: `850 µs`, `12.3 ms`, `1.4 s`.
 func formatDuration(_ duration: Duration) -> String {
-    let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    let seconds = duration.seconds
     if seconds < 0.001 { return "\(Int((seconds * 1e6).rounded())) µs" }
     if seconds < 1 { return "\((seconds * 10_000).rounded() / 10) ms" }
     return "\((seconds * 10).rounded() / 10) s"
@@ -81,4 +81,11 @@ func formatSeconds(_ seconds: TimeInterval) -> String {
     guard let first = parts.firstIndex(where: { $0.0 > 0 }) else { return "0s" }
     let shown = parts[first...].prefix(2).filter { $0.0 > 0 }
     return shown.map { "\($0.0)\($0.1)" }.joined(separator: " ")
+}
+
+extension Duration {
+    /// The duration in seconds, with its fraction.
+    var seconds: Double {
+        Double(self.components.seconds) + Double(self.components.attoseconds) / 1e18
+    }
 }

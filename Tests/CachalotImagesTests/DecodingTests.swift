@@ -167,8 +167,8 @@ struct DecodingTests {
                 outcomes["\(error.code)", default: 0] += 1
             }
         }
-        #expect(outcomes.values.reduce(0, +) == 1_500)
-        #expect(outcomes.count >= 3)
+        // Some damage is harmless and some is not: both outcomes must have come up.
+        #expect(outcomes["decoded", default: 0] > 0 && outcomes.count >= 3)
     }
 
     /// `data` with one byte changed at `offset`.
