@@ -84,15 +84,22 @@ struct Get: AsyncParsableCommand {
         let loader = try self.options.makeLoader(disk: disk, policy: self.policy.policy, timeout: self.timeout)
         var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
+        let loaded: Result<Resource, any Error>
+        do {
+            loaded = .success(try await loader.load(request))
+        } catch {
+            loaded = .failure(error)
+        }
+        // Also when interrupted: the cancelled load removes its temporary file before the exit.
+        await self.options.finish(loader, disk: disk)
         let resource: Resource
         do {
-            resource = try await loader.load(request)
+            resource = try loaded.get()
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             throw Failure(loading: self.url, error)
         }
-        await self.options.finish(loader, disk: disk)
         let failure = Failure(answer: resource, for: self.url)
         if let failure, failure.status == .notCached { throw failure }
         try self.write(resource.body)

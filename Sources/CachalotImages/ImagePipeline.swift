@@ -55,11 +55,11 @@ public final class ImagePipeline: Sendable {
     public let memory: MemoryCache<String, Bitmap>
     private let loader: ResourceLoader
     private let variants: (any DataCaching)?
-    private let flights = Coalescer<Bitmap>()
+    private let flights: Coalescer<Bitmap>
     private let decoding: HostLimiter
     private let tickets = Atomic<Int>(0)
-    /// Variants being written.
-    private let pending = PendingWork()
+    /// Runs, and variants being written.
+    private let pending: PendingWork
     private let now: @Sendable () -> Date
 
     /// Makes a pipeline.
@@ -83,6 +83,9 @@ public final class ImagePipeline: Sendable {
         self.loader = loader
         self.variants = variants
         self.decoding = HostLimiter(limit: configuration.maximumConcurrentDecodes)
+        let pending = PendingWork()
+        self.pending = pending
+        self.flights = Coalescer(counting: pending)
         self.now = now
     }
 
@@ -110,7 +113,8 @@ public final class ImagePipeline: Sendable {
         }
     }
 
-    /// Waits until the variants made so far are on disk. Call it before the process exits.
+    /// Waits until the variants made so far are on disk, and requests whose callers all went
+    /// have stopped. Call it before the process exits.
     public func waitForBackgroundWork() async {
         await self.pending.waitUntilIdle()
     }

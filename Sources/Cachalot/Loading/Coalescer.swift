@@ -58,11 +58,20 @@ package final class Coalescer<Value: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    private let running: PendingWork
     private let onPriorityChange: @Sendable (_ run: Int, _ priority: Int) -> Void
 
-    /// - Parameter onPriorityChange: Called, outside any lock, when a run's priority changes: a
-    ///   more urgent caller joined, or a caller's priority was changed.
-    package init(onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }) {
+    /// - Parameters:
+    ///   - running: Counts each run from its start until its task ends, after the work it
+    ///     deferred: a run whose callers all left still finishes cleaning up (removing a
+    ///     temporary file, say), and waiting on `running` waits for that too.
+    ///   - onPriorityChange: Called, outside any lock, when a run's priority changes: a more
+    ///     urgent caller joined, or a caller's priority was changed.
+    package init(
+        counting running: PendingWork,
+        onPriorityChange: @escaping @Sendable (_ run: Int, _ priority: Int) -> Void = { _, _ in }
+    ) {
+        self.running = running
         self.onPriorityChange = onPriorityChange
     }
 
@@ -135,7 +144,9 @@ package final class Coalescer<Value: Sendable>: Sendable {
             let run = Run(id: id, priority: waiter.priority) { [weak self] progress in
                 self?.report(progress, key: key, run: id)
             }
+            self.running.begin()
             let task = Task {
+                defer { self.running.end() }
                 let result: Result<Value, any Error>
                 do {
                     result = .success(try await operation(run))

@@ -42,8 +42,8 @@ public final class ResourceLoader: Sendable {
     private let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
     private let revalidations = Mutex<[String: Task<Void, Never>]>([:])
-    /// Background revalidations and disk writes not yet done.
-    private let pending = PendingWork()
+    /// Runs, background revalidations and disk writes not yet done.
+    private let pending: PendingWork
 
     /// Makes a loader.
     ///
@@ -74,7 +74,9 @@ public final class ResourceLoader: Sendable {
         self.counters = LoaderCounters(configuration.metrics)
         let hosts = HostLimiter(limit: configuration.maximumConnectionsPerHost)
         self.hosts = hosts
-        self.coalescer = Coalescer { run, priority in hosts.setPriority(priority, of: run) }
+        let pending = PendingWork()
+        self.pending = pending
+        self.coalescer = Coalescer(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
         let limit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
     }
@@ -184,8 +186,10 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Waits until the work the loader does after answering is done: writing responses to
-    /// disk, and background revalidations (`stale-while-revalidate`). Call it before the process
-    /// exits, so that what was loaded is on disk for the next launch.
+    /// disk, background revalidations (`stale-while-revalidate`), and loads whose callers all
+    /// went (a cancelled load removes its temporary file as it stops). Call it before the
+    /// process exits, so that what was loaded is on disk for the next launch and nothing is
+    /// left half-written.
     public func waitForBackgroundWork() async {
         await self.pending.waitUntilIdle()
     }

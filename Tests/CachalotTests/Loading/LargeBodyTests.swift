@@ -123,3 +123,64 @@ struct LargeBodyTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: self.directory.path + "/tmp").isEmpty)
     }
 }
+
+extension LargeBodyTests {
+    @Test("a load whose caller went is waited for: after waitForBackgroundWork no temporary file is left")
+    func cancelledMidway() async throws {
+        let transport = HeldTransport(first: self.body.prefix(100_000), length: self.body.count)
+        let disk = try DiskCache(directory: self.directory.url)
+        let loader = try ResourceLoader(
+            configuration: .init(streamingThreshold: 64 << 10),
+            transport: transport,
+            disk: disk
+        )
+        let caller = Task { try await loader.load(URL(string: "https://example.com/held")!) }
+        await transport.holding.wait()
+        caller.cancel()
+        // The caller is answered at once; the load it started is still writing its file.
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: self.directory.path + "/tmp").count == 1)
+        transport.release.open()
+        await loader.waitForBackgroundWork()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: self.directory.path + "/tmp").isEmpty)
+        #expect(try disk.count == 0)
+    }
+}
+
+/// A transport whose body sends its first piece, then holds, whether cancelled or not, until
+/// `release` opens, and then breaks off: a load that takes its time to stop.
+struct HeldTransport: HTTPTransport {
+    let first: Data
+    let length: Int
+    /// Opens when the body holds: the first piece has been taken.
+    let holding = Gate()
+    let release = Gate()
+
+    struct Body: AsyncSequence, Sendable {
+        let transport: HeldTransport
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(transport: self.transport) }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let transport: HeldTransport
+            var isFirst = true
+
+            mutating func next() async throws -> Data? {
+                if self.isFirst {
+                    self.isFirst = false
+                    return self.transport.first
+                }
+                self.transport.holding.open()
+                await self.transport.release.wait()
+                throw CancellationError()
+            }
+        }
+    }
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
+        var response = HTTPResponse(status: .ok)
+        response.headerFields[.cacheControl] = "max-age=60"
+        response.headerFields[.contentLength] = String(self.length)
+        return HTTPTransportResponse(response: response, body: HTTPBody(Body(transport: self)) { $0 })
+    }
+}
