@@ -146,7 +146,7 @@ public struct CacheControl: Sendable, Hashable {
 
     /// The directives of one field value: lowercased names, with arguments unquoted.
     static func directives(in value: String) -> [(name: String, argument: String?)] {
-        var result: [(String, String?)] = []
+        var result: [(name: String, argument: String?)] = []
         var scanner = FieldScanner(value)
         while !scanner.isAtEnd {
             scanner.skip { $0 == UInt8(ascii: ",") || FieldScanner.isWhitespace($0) }

@@ -73,14 +73,15 @@ public enum CacheKey {
         case "http": defaultPort = ":80"
         default: return false
         }
-        guard !authority.hasSuffix(defaultPort) else { return false }
         var authority = authority
         return authority.withUTF8 { bytes in
             for byte in bytes
             where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "@") {
                 return false
             }
-            return true
+            // Compared as bytes: `String.hasSuffix` compares characters, and costs about as
+            // much as the rest of the key.
+            return !bytes.suffix(defaultPort.utf8.count).elementsEqual(defaultPort.utf8)
         }
     }
 

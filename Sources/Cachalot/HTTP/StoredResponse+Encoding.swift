@@ -109,6 +109,9 @@ extension StoredResponse {
 
         mutating func string() -> String? {
             guard let count = self.number(UInt32.self), let slice = self.take(Int(count)) else { return nil }
+            // Header text is nearly always ASCII, which is valid UTF-8 as it is: checking for
+            // that costs a fraction of a general validation.
+            if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
             return String(validating: slice, as: UTF8.self)
         }
     }

@@ -35,7 +35,7 @@ extension StoredResponse {
 }
 
 /// What a stored response's freshness depends on, computed once from its head.
-struct FreshnessFacts: Sendable, Hashable {
+struct FreshnessFacts: Sendable {
     let directives: CacheControl
     let date: Date
     /// `corrected_initial_age` (RFC 9111 §4.2.3).

@@ -7,23 +7,49 @@ import HTTPTypes
 /// It is what ``DiskCache`` holds as an entry's metadata, in the binary form of
 /// ``encoded()`` and ``init(decoding:)``.
 public struct StoredResponse: Sendable, Hashable {
+    /// Every part in one immutable object: copying a stored response, as each use of the
+    /// cache does, costs one retain rather than one per part. A setter makes a new one.
+    private var storage: Storage
+
+    private final class Storage: Sendable {
+        let response: HTTPResponse
+        let requestTime: Date
+        let responseTime: Date
+        let varyingFields: [VaryingField]
+        let facts: FreshnessFacts
+
+        init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date, _ varyingFields: [VaryingField]) {
+            self.response = response
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.varyingFields = varyingFields
+            self.facts = FreshnessFacts(response, requestTime, responseTime)
+        }
+    }
+
     /// The status and header fields, without the fields a cache must not store.
     public var response: HTTPResponse {
-        didSet { self.facts = FreshnessFacts(self.response, self.requestTime, self.responseTime) }
+        get { self.storage.response }
+        set { self.storage = Storage(newValue, self.requestTime, self.responseTime, self.varyingFields) }
     }
     /// When the request that brought the response was sent (RFC 9111 §4.2.3's `request_time`).
     public var requestTime: Date {
-        didSet { self.facts = FreshnessFacts(self.response, self.requestTime, self.responseTime) }
+        get { self.storage.requestTime }
+        set { self.storage = Storage(self.response, newValue, self.responseTime, self.varyingFields) }
     }
     /// When the response was received (`response_time`).
     public var responseTime: Date {
-        didSet { self.facts = FreshnessFacts(self.response, self.requestTime, self.responseTime) }
+        get { self.storage.responseTime }
+        set { self.storage = Storage(self.response, self.requestTime, newValue, self.varyingFields) }
     }
-    /// What freshness depends on, read from the head once rather than on every use.
-    private(set) var facts: FreshnessFacts
     /// For each field name that `Vary` lists (lowercased), the request's value, normalized, or
     /// `nil` if the request had no such field.
-    public var varyingFields: [VaryingField]
+    public var varyingFields: [VaryingField] {
+        get { self.storage.varyingFields }
+        set { self.storage = Storage(self.response, self.requestTime, self.responseTime, newValue) }
+    }
+    /// What freshness depends on, read from the head once rather than on every use.
+    var facts: FreshnessFacts { self.storage.facts }
 
     /// One request field that selected a stored response.
     public struct VaryingField: Sendable, Hashable {
@@ -47,22 +73,27 @@ public struct StoredResponse: Sendable, Hashable {
     public init(request: HTTPRequest, response: HTTPResponse, requestTime: Date, responseTime: Date) {
         var response = response
         response.headerFields = Self.storableFields(of: response.headerFields)
-        self.response = response
-        self.requestTime = requestTime
-        self.responseTime = responseTime
-        let facts = FreshnessFacts(response, requestTime, responseTime)
-        self.facts = facts
-        self.varyingFields = (facts.varyNames ?? []).map { name in
+        let varyingFields = (Self.varyNames(of: response.headerFields) ?? []).map { name in
             VaryingField(name: name, value: Self.normalizedValue(of: name, in: request.headerFields))
         }
+        self.storage = Storage(response, requestTime, responseTime, varyingFields)
     }
 
     init(response: HTTPResponse, requestTime: Date, responseTime: Date, varyingFields: [VaryingField]) {
-        self.response = response
-        self.requestTime = requestTime
-        self.responseTime = responseTime
-        self.varyingFields = varyingFields
-        self.facts = FreshnessFacts(response, requestTime, responseTime)
+        self.storage = Storage(response, requestTime, responseTime, varyingFields)
+    }
+
+    public static func == (left: StoredResponse, right: StoredResponse) -> Bool {
+        left.storage === right.storage
+            || (left.response == right.response && left.requestTime == right.requestTime
+                && left.responseTime == right.responseTime && left.varyingFields == right.varyingFields)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.response)
+        hasher.combine(self.requestTime)
+        hasher.combine(self.responseTime)
+        hasher.combine(self.varyingFields)
     }
 
     /// Whether `request` selects this response: it has the same values for every field that

@@ -45,6 +45,32 @@ struct StoredResponseTests {
         }
     }
 
+    @Test("text beyond ASCII reads back; bytes that are not UTF-8 make the metadata unreadable")
+    func textBeyondASCII() throws {
+        let stored = Messages.stored(200, [("Content-Disposition", "attachment; filename=\"café.jpg\"")])
+        let encoded = stored.encoded()
+        let decoded = try #require(StoredResponse(decoding: encoded))
+        #expect(decoded.response.headerFields[.contentDisposition] == "attachment; filename=\"café.jpg\"")
+        // "é" is 0xC3 0xA9; 0xC3 followed by "." is no UTF-8.
+        var bytes = [UInt8](encoded)
+        let index = try #require(bytes.firstIndex(of: 0xA9))
+        bytes[index] = UInt8(ascii: ".")
+        #expect(StoredResponse(decoding: Data(bytes)) == nil)
+    }
+
+    @Test("changing a part of a stored response recomputes its freshness, and copies stay as they were")
+    func settersRecomputeFreshness() {
+        var stored = Messages.stored(200, [("Cache-Control", "max-age=5")])
+        let copy = stored
+        stored.response.headerFields[.cacheControl] = "max-age=60"
+        #expect(stored.freshnessLifetime(isShared: false) == 60)
+        #expect(copy.freshnessLifetime(isShared: false) == 5)
+        #expect(stored != copy)
+        let start = stored.responseTime
+        stored.responseTime = start.addingTimeInterval(-30)
+        #expect(stored.age(at: start) == copy.age(at: start) + 30)
+    }
+
     @Test("keys: scheme and host in lowercase, default port dropped, empty path as /, query kept")
     func keys() {
         let request = HTTPRequest(method: .get, scheme: "HTTPS", authority: "Example.COM:443", path: "/A?q=Z")
