@@ -18,12 +18,18 @@ public struct StoredResponse: Sendable, Hashable {
         let varyingFields: [VaryingField]
         let facts: FreshnessFacts
 
-        init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date, _ varyingFields: [VaryingField]) {
+        init(
+            _ response: HTTPResponse,
+            _ requestTime: Date,
+            _ responseTime: Date,
+            _ varyingFields: [VaryingField],
+            facts: FreshnessFacts? = nil
+        ) {
             self.response = response
             self.requestTime = requestTime
             self.responseTime = responseTime
             self.varyingFields = varyingFields
-            self.facts = FreshnessFacts(response, requestTime, responseTime)
+            self.facts = facts ?? FreshnessFacts(response, requestTime, responseTime)
         }
     }
 
@@ -73,10 +79,12 @@ public struct StoredResponse: Sendable, Hashable {
     public init(request: HTTPRequest, response: HTTPResponse, requestTime: Date, responseTime: Date) {
         var response = response
         response.headerFields = Self.storableFields(of: response.headerFields)
-        let varyingFields = (Self.varyNames(of: response.headerFields) ?? []).map { name in
+        // The facts read `Vary` once, for both.
+        let facts = FreshnessFacts(response, requestTime, responseTime)
+        let varyingFields = (facts.varyNames ?? []).map { name in
             VaryingField(name: name, value: Self.normalizedValue(of: name, in: request.headerFields))
         }
-        self.storage = Storage(response, requestTime, responseTime, varyingFields)
+        self.storage = Storage(response, requestTime, responseTime, varyingFields, facts: facts)
     }
 
     init(response: HTTPResponse, requestTime: Date, responseTime: Date, varyingFields: [VaryingField]) {
