@@ -152,6 +152,8 @@ def loader(results):
          "memory hit through the loader against a MemoryCache get, same iteration", "≤ 3×"),
         ("fresh disk hit through the loader (no memory tier), against a DiskCache get",
          "fresh disk hit through the loader against a DiskCache get, same iteration", "≤ 1.3×"),
+        ("the same, with the answer's head read (its fields decoded)",
+         "fresh disk hit with its head read through the loader against a DiskCache get, same iteration", "report"),
         ("miss from the loopback origin, against the same request through the transport",
          "miss from the loopback origin against the transport alone, same iteration", "≤ 1.2×"),
     ]

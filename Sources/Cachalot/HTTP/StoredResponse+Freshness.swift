@@ -35,7 +35,15 @@ extension StoredResponse {
 }
 
 /// What a stored response's freshness depends on, computed once from its head.
-struct FreshnessFacts: Sendable {
+///
+/// The facts are kept with the head in a ``DiskCache`` entry's metadata, so that a disk hit
+/// parses no header field. They are a pure function of the head and the two times, tagged with
+/// ``version``: metadata whose facts another version computed has them computed again.
+struct FreshnessFacts: Sendable, Equatable {
+    /// The version of the rules that compute the facts and of their binary form. Change it with
+    /// either, so that facts stored before are not trusted.
+    static let version: UInt16 = 1
+
     let directives: CacheControl
     let date: Date
     /// `corrected_initial_age` (RFC 9111 §4.2.3).
@@ -44,6 +52,22 @@ struct FreshnessFacts: Sendable {
     let sharedLifetime: TimeInterval
     /// The lowercased names `Vary` lists, or `nil` for `Vary: *`.
     let varyNames: [String]?
+
+    init(
+        directives: CacheControl,
+        date: Date,
+        correctedInitialAge: TimeInterval,
+        privateLifetime: TimeInterval,
+        sharedLifetime: TimeInterval,
+        varyNames: [String]?
+    ) {
+        self.directives = directives
+        self.date = date
+        self.correctedInitialAge = correctedInitialAge
+        self.privateLifetime = privateLifetime
+        self.sharedLifetime = sharedLifetime
+        self.varyNames = varyNames
+    }
 
     init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date) {
         let fields = response.headerFields

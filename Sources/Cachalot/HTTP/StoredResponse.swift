@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 /// A response as the cache keeps it, without its body: the response head, when it was
 /// requested and received, and the request's values of the fields its `Vary` names.
@@ -12,11 +13,20 @@ public struct StoredResponse: Sendable, Hashable {
     private var storage: Storage
 
     private final class Storage: Sendable {
-        let response: HTTPResponse
         let requestTime: Date
         let responseTime: Date
         let varyingFields: [VaryingField]
         let facts: FreshnessFacts
+        /// Roughly the memory the head takes once decoded.
+        let headCost: Int
+        private let head: Mutex<Head>
+
+        /// The head, or, for a response read from metadata, its bytes until it is first read:
+        /// a fresh hit whose caller wants only the body decodes no field.
+        enum Head: Sendable {
+            case decoded(HTTPResponse)
+            case encoded(EncodedHead)
+        }
 
         init(
             _ response: HTTPResponse,
@@ -25,11 +35,42 @@ public struct StoredResponse: Sendable, Hashable {
             _ varyingFields: [VaryingField],
             facts: FreshnessFacts? = nil
         ) {
-            self.response = response
             self.requestTime = requestTime
             self.responseTime = responseTime
             self.varyingFields = varyingFields
             self.facts = facts ?? FreshnessFacts(response, requestTime, responseTime)
+            self.headCost = response.headerFields.reduce(256) {
+                $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32
+            }
+            self.head = Mutex(.decoded(response))
+        }
+
+        init(
+            _ head: EncodedHead,
+            _ requestTime: Date,
+            _ responseTime: Date,
+            _ varyingFields: [VaryingField],
+            facts: FreshnessFacts
+        ) {
+            self.requestTime = requestTime
+            self.responseTime = responseTime
+            self.varyingFields = varyingFields
+            self.facts = facts
+            self.headCost = head.cost
+            self.head = Mutex(.encoded(head))
+        }
+
+        var response: HTTPResponse {
+            self.head.withLock { head in
+                switch head {
+                case .decoded(let response):
+                    return response
+                case .encoded(let encoded):
+                    let response = encoded.decode()
+                    head = .decoded(response)
+                    return response
+                }
+            }
         }
     }
 
@@ -56,6 +97,9 @@ public struct StoredResponse: Sendable, Hashable {
     }
     /// What freshness depends on, read from the head once rather than on every use.
     var facts: FreshnessFacts { self.storage.facts }
+    /// Roughly the memory the head takes: 256 bytes, and each field's name and value with 32
+    /// bytes more. Known without decoding the head.
+    var headCost: Int { self.storage.headCost }
 
     /// One request field that selected a stored response.
     public struct VaryingField: Sendable, Hashable {
@@ -89,6 +133,12 @@ public struct StoredResponse: Sendable, Hashable {
 
     init(response: HTTPResponse, requestTime: Date, responseTime: Date, varyingFields: [VaryingField]) {
         self.storage = Storage(response, requestTime, responseTime, varyingFields)
+    }
+
+    /// A response read from metadata whose head is decoded when it is first read.
+    init(head: EncodedHead, requestTime: Date, responseTime: Date, varyingFields: [VaryingField], facts: FreshnessFacts)
+    {
+        self.storage = Storage(head, requestTime, responseTime, varyingFields, facts: facts)
     }
 
     public static func == (left: StoredResponse, right: StoredResponse) -> Bool {

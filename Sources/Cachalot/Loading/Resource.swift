@@ -7,39 +7,45 @@ public struct Resource: Sendable {
     public var body: Data
     /// Where the answer came from.
     public var source: Source
-    private var head: HTTPResponse
-    /// The `Age` of an answer from the cache, added to the head when it is read: most callers
-    /// of a memory hit want only the body, and adding a field copies the head.
-    private var age: Int?
+    private var head: Head
+
+    /// The head as given, or a stored response and its `Age`, made into the head when it is
+    /// read: most callers of a hit want only the body, and the head of a disk hit is decoded
+    /// only when it is first read.
+    private enum Head: Sendable {
+        case response(HTTPResponse)
+        case stored(StoredResponse, age: Int)
+    }
 
     /// The status and header fields. An answer from the cache carries `Age` (RFC 9111 §5.1).
     public var response: HTTPResponse {
         get {
-            guard let age = self.age else { return self.head }
-            var head = self.head
-            head.headerFields[.age] = String(age)
-            return head
+            switch self.head {
+            case .response(let response):
+                return response
+            case .stored(let stored, let age):
+                var response = stored.response
+                response.headerFields[.age] = String(age)
+                return response
+            }
         }
         set {
-            self.head = newValue
-            self.age = nil
+            self.head = .response(newValue)
         }
     }
 
     /// Creates a resource.
     public init(body: Data, response: HTTPResponse, source: Source) {
         self.body = body
-        self.head = response
+        self.head = .response(response)
         self.source = source
-        self.age = nil
     }
 
     /// A resource answered from the cache, `age` seconds old.
-    init(body: Data, stored: HTTPResponse, age: Int, source: Source) {
+    init(body: Data, stored: StoredResponse, age: Int, source: Source) {
         self.body = body
-        self.head = stored
+        self.head = .stored(stored, age: age)
         self.source = source
-        self.age = age
     }
 
     /// Where an answer came from.

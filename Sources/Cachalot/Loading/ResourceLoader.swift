@@ -211,7 +211,7 @@ public final class ResourceLoader: Sendable {
     /// A stored response as an answer at `now`, with its current `Age`. The caller counts it.
     private func answer(_ cached: CachedResponse, source: Resource.Source, at now: Date) -> Resource {
         let age = min(max(0, cached.stored.age(at: now)), TimeInterval(CacheControl.largestDeltaSeconds))
-        return Resource(body: cached.body, stored: cached.stored.response, age: Int(age), source: source)
+        return Resource(body: cached.body, stored: cached.stored, age: Int(age), source: source)
     }
 
     /// Sends `request` (conditionally, if `validating` a stored response) when its host has a

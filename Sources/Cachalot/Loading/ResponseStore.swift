@@ -14,10 +14,7 @@ final class CachedResponse: Sendable {
 
     /// The memory it holds, roughly: the body, and the head's fields.
     var cost: Int {
-        self.body.count
-            + self.stored.response.headerFields.reduce(256) {
-                $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32
-            }
+        self.body.count + self.stored.headCost
     }
 }
 
@@ -122,11 +119,12 @@ struct ResponseStore: Sendable {
 
     private static func decode(_ entry: DataCacheEntry) -> StoredEntry? {
         let metadata = entry.metadata
-        if metadata.starts(with: Self.variantsMagic.utf8) {
-            let names = String(decoding: metadata.dropFirst(Self.variantsMagic.utf8.count), as: UTF8.self)
-            return .variants(names.split(separator: "\n").map(String.init))
+        if let response = StoredResponse(decoding: metadata) {
+            return .response(CachedResponse(stored: response, body: entry.data))
         }
-        return StoredResponse(decoding: metadata).map { .response(CachedResponse(stored: $0, body: entry.data)) }
+        guard metadata.starts(with: Self.variantsMagic.utf8) else { return nil }
+        let names = String(decoding: metadata.dropFirst(Self.variantsMagic.utf8.count), as: UTF8.self)
+        return .variants(names.split(separator: "\n").map(String.init))
     }
 
     private static func cost(of entry: StoredEntry) -> Int {

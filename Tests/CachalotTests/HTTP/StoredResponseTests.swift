@@ -30,6 +30,81 @@ struct StoredResponseTests {
         #expect(decoded.response.headerFields[values: .setCookie] == ["a=1", "b=2"])
     }
 
+    @Test("the freshness facts stored with a head are those computed from it, for every kind of head")
+    func storedFacts() throws {
+        let heads: [(Int, [(String, String)])] = [
+            (200, [("Cache-Control", "max-age=60, s-maxage=30, must-revalidate, stale-while-revalidate=5")]),
+            (200, [("Cache-Control", "no-cache=\"Set-Cookie, X-A\", private=\"X-B\", public, immutable")]),
+            (200, [("Cache-Control", "max-age=1, max-age=2, proxy-revalidate, no-transform, must-understand")]),
+            (200, [("Cache-Control", "no-store, stale-if-error=9, only-if-cached, max-stale, min-fresh=3")]),
+            (200, [("Date", Messages.date(-100)), ("Expires", Messages.date(500)), ("Age", "40")]),
+            (200, [("Date", Messages.date(0)), ("Last-Modified", Messages.date(-86_400))]),
+            (404, [("Expires", "0"), ("Vary", "Accept-Encoding, Accept")]),
+            (299, [("Last-Modified", Messages.date(-1_000)), ("Vary", "*")]),
+        ]
+        for (status, pairs) in heads {
+            let stored = Messages.stored(status, pairs, delay: 2)
+            let decoded = try #require(StoredResponse(decoding: stored.encoded()))
+            let recomputed = FreshnessFacts(decoded.response, decoded.requestTime, decoded.responseTime)
+            #expect(decoded.facts == stored.facts, "\(pairs)")
+            #expect(decoded.facts == recomputed, "\(pairs)")
+            #expect(decoded == stored)
+        }
+    }
+
+    @Test("facts stored by another version of the rules are computed again from the head")
+    func factsOfAnotherVersion() throws {
+        let stored = Messages.stored(200, [("Cache-Control", "max-age=60")])
+        var bytes = [UInt8](stored.encoded())
+        // After the magic and the two times: the facts' version, their length, then the date
+        // and the corrected initial age, which the other version got wrong.
+        bytes.replaceSubrange(20..<22, with: [0xFF, 0xFF])
+        bytes.replaceSubrange(34..<42, with: withUnsafeBytes(of: (1e9).bitPattern.littleEndian, Array.init))
+        let decoded = try #require(StoredResponse(decoding: Data(bytes)))
+        #expect(decoded.facts == stored.facts)
+        #expect(decoded.age(at: Messages.at(10)) == 10)
+        // The same bytes under this version's number are taken as they are.
+        bytes.replaceSubrange(20..<22, with: withUnsafeBytes(of: FreshnessFacts.version.littleEndian, Array.init))
+        #expect(try #require(StoredResponse(decoding: Data(bytes))).age(at: Messages.at(10)) == 1e9 + 10)
+    }
+
+    @Test("metadata in the earlier form, without facts and with the head first, still reads")
+    func earlierForm() throws {
+        // "CHR1", two times, status, reason, fields, then the varying fields.
+        var bytes = Array("CHR1".utf8)
+        func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { bytes += $0 } }
+        func append(_ string: String) {
+            append(UInt32(string.utf8.count))
+            bytes += string.utf8
+        }
+        append((Messages.start.timeIntervalSince1970 - 1).bitPattern)
+        append(Messages.start.timeIntervalSince1970.bitPattern)
+        append(UInt16(200))
+        append("OK")
+        append(UInt32(2))
+        for string in ["Cache-Control", "max-age=60", "Vary", "Accept"] { append(string) }
+        append(UInt32(1))
+        append("accept")
+        bytes.append(1)
+        append("image/png")
+        let decoded = try #require(StoredResponse(decoding: Data(bytes)))
+        #expect(decoded.response.headerFields[.cacheControl] == "max-age=60")
+        #expect(decoded.freshnessLifetime(isShared: false) == 60)
+        #expect(decoded.age(at: Messages.start) == 1)
+        #expect(decoded.varyingFields == [StoredResponse.VaryingField(name: "accept", value: "image/png")])
+        #expect(decoded.matches(Messages.request([("Accept", "image/png")])))
+        #expect(!decoded.matches(Messages.request([("Accept", "image/jpeg")])))
+    }
+
+    @Test("a field name that is not a token makes the metadata unreadable")
+    func fieldNameNotAToken() throws {
+        let encoded = Messages.stored(200, [("X-Name", "v")]).encoded()
+        var bytes = [UInt8](encoded)
+        let index = try #require(bytes.firstIndex(of: UInt8(ascii: "X")))
+        bytes[index] = UInt8(ascii: " ")
+        #expect(StoredResponse(decoding: Data(bytes)) == nil)
+    }
+
     @Test("damaged or foreign metadata reads as nothing, whatever its bytes")
     func damaged() {
         let encoded = Messages.stored(200, [("ETag", "\"x\"")]).encoded()
