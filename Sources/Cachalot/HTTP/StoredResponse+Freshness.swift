@@ -39,7 +39,10 @@ extension StoredResponse {
 /// The facts are kept with the head in a ``DiskCache`` entry's metadata, so that a disk hit
 /// parses no header field. They are a pure function of the head and the two times, tagged with
 /// ``version``: metadata whose facts another version computed has them computed again.
-struct FreshnessFacts: Sendable, Equatable {
+///
+/// A class, so that handing the facts from the decoder to the stored response is one retain
+/// rather than a copy of every directive.
+final class FreshnessFacts: Sendable, Equatable {
     /// The version of the rules that compute the facts and of their binary form. Change it with
     /// either, so that facts stored before are not trusted.
     static let version: UInt16 = 1
@@ -96,8 +99,15 @@ struct FreshnessFacts: Sendable, Equatable {
         } else {
             explicitLifetime = nil
         }
-        self.privateLifetime = explicitLifetime ?? Self.heuristicLifetime(response, directives, date, responseTime)
-        self.sharedLifetime = directives.sharedMaxAge.map(TimeInterval.init) ?? self.privateLifetime
+        let privateLifetime = explicitLifetime ?? Self.heuristicLifetime(response, directives, date, responseTime)
+        self.privateLifetime = privateLifetime
+        self.sharedLifetime = directives.sharedMaxAge.map(TimeInterval.init) ?? privateLifetime
+    }
+
+    static func == (left: FreshnessFacts, right: FreshnessFacts) -> Bool {
+        left.directives == right.directives && left.date == right.date
+            && left.correctedInitialAge == right.correctedInitialAge && left.privateLifetime == right.privateLifetime
+            && left.sharedLifetime == right.sharedLifetime && left.varyNames == right.varyNames
     }
 
     /// 10 % of the time between `Last-Modified` and `Date` (RFC 9111 §4.2.2), for a response
