@@ -82,9 +82,9 @@ enum EntryFile {
         let (size, isRegular) = try FileIO.size(of: descriptor, path: path())
         guard isRegular, size >= Self.headerSize else { return .invalid }
         // One allocation that the body's Data then owns: no copy of the body.
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+        let buffer = UnsafeMutableRawBufferPointer(start: malloc(size)!, count: size)
         var owned = true
-        defer { if owned { buffer.deallocate() } }
+        defer { if owned { free(buffer.baseAddress) } }
         guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path()) == size else { return .invalid }
         guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
         let key: String
@@ -105,10 +105,14 @@ enum EntryFile {
             ? Data() : Data(bytes: buffer.baseAddress! + layout.metadata.lowerBound, count: layout.metadata.count)
         let bodyStart = buffer.baseAddress! + layout.body.lowerBound
         owned = false
+        // The body's Data frees the whole buffer. The 8 bytes before the body (the end of the
+        // header, key or metadata, all read by now) keep how far the buffer starts before it,
+        // so that the deallocator captures nothing: a capturing one costs an allocation more.
+        (bodyStart - 8).storeBytes(of: layout.body.lowerBound, as: Int.self)
         let body = Data(
             bytesNoCopy: bodyStart,
             count: layout.body.count,
-            deallocator: .custom { _, _ in buffer.deallocate() }
+            deallocator: .custom { start, _ in free(start - start.loadUnaligned(fromByteOffset: -8, as: Int.self)) }
         )
         return .valid(Contents(key: key, metadata: metadata, body: body, created: layout.created, fileSize: size))
     }
