@@ -310,27 +310,15 @@ private struct Reader {
     mutating func head(of data: Data) -> EncodedHead? {
         let start = self.position
         guard let code = self.number(UInt16.self), (100...999).contains(code) else { return nil }
-        // Header text is nearly always ASCII, which is valid UTF-8 as it is: only text with a
-        // byte of 0x80 or more is checked as UTF-8.
-        var isUTF8 = true
-        func text(isName: Bool = false) -> Bool {
-            guard let count = self.number(UInt32.self), let bytes = self.take(Int(count)) else { return false }
-            var textBits: UInt8 = 0
-            var isToken = !isName || !bytes.isEmpty
-            for byte in bytes {
-                textBits |= byte
-                if isName { isToken = isToken && Self.isTokenCharacter(byte) }
-            }
-            if textBits >= 0x80 { isUTF8 = isUTF8 && String(validating: bytes, as: UTF8.self) != nil }
-            return isToken
-        }
-        guard text(), let count = self.number(UInt32.self), count <= self.bytes.count - self.position else {
-            return nil
-        }
+        guard self.stringBytes() != nil, let count = self.number(UInt32.self),
+            count <= self.bytes.count - self.position
+        else { return nil }
         for _ in 0..<count {
-            guard text(isName: true), text() else { return nil }
+            // A name is a token, and so ASCII: its bytes need no other check.
+            guard let nameLength = self.number(UInt32.self), let name = self.take(Int(nameLength)), !name.isEmpty,
+                name.allSatisfy(Self.isTokenCharacter), self.stringBytes() != nil
+            else { return nil }
         }
-        guard isUTF8 else { return nil }
         return EncodedHead(data: data, range: start..<self.position, fieldCount: Int(count))
     }
 
