@@ -27,6 +27,10 @@ package final class Coalescer<Value: Sendable>: Sendable {
             self.work.withLock { $0.append(work) }
         }
 
+        fileprivate var isEmpty: Bool {
+            self.work.withLock { $0.isEmpty }
+        }
+
         fileprivate func run() {
             for work in self.work.withLock({ $0 }) { work() }
         }
@@ -146,7 +150,6 @@ package final class Coalescer<Value: Sendable>: Sendable {
             }
             self.running.begin()
             let task = Task {
-                defer { self.running.end() }
                 let result: Result<Value, any Error>
                 do {
                     result = .success(try await operation(run))
@@ -154,7 +157,17 @@ package final class Coalescer<Value: Sendable>: Sendable {
                     result = .failure(error)
                 }
                 self.finish(key, run: id, with: result)
-                run.afterAnswering.run()
+                guard !run.afterAnswering.isEmpty else {
+                    self.running.end()
+                    return
+                }
+                // The callers' continuations are queued now. The deferred work goes to a task of
+                // lower priority, so that this thread takes up a caller next: doing the work here
+                // first left the callers waiting for another thread to be woken for them.
+                Task(priority: .background) {
+                    run.afterAnswering.run()
+                    self.running.end()
+                }
             }
             let isAbandoned = self.state.withLock { state in
                 guard state.flights[key]?.id == id else { return true }
