@@ -66,41 +66,31 @@ extension StoredResponse {
         else {
             return nil
         }
-        if magic == Self.magic {
+        let head: EncodedHead
+        let varyingFields: [VaryingField]
+        var facts: FreshnessFacts?
+        switch magic {
+        case Self.magic:
             guard let factsVersion = reader.number(UInt16.self),
                 let factsLength = reader.number(UInt32.self),
                 let factsBytes = reader.take(Int(factsLength))
             else { return nil }
-            var facts: FreshnessFacts?
             if factsVersion == FreshnessFacts.version {
                 var factsReader = Reader(factsBytes)
                 facts = factsReader.facts()
                 guard facts != nil, factsReader.isAtEnd else { return nil }
             }
-            guard let varyingFields = reader.varyingFields(), let head = reader.head(of: data), reader.isAtEnd else {
-                return nil
-            }
-            guard let facts else {
-                // Computed by another version: computed again.
-                return StoredResponse(
-                    response: head.decode(),
-                    requestTime: requestTime,
-                    responseTime: responseTime,
-                    varyingFields: varyingFields
-                )
-            }
-            return StoredResponse(
-                head: head,
-                requestTime: requestTime,
-                responseTime: responseTime,
-                varyingFields: varyingFields,
-                facts: facts
-            )
+            guard let fields = reader.varyingFields(), let encodedHead = reader.head(of: data) else { return nil }
+            (head, varyingFields) = (encodedHead, fields)
+        case Self.version1Magic:
+            guard let encodedHead = reader.head(of: data), let fields = reader.varyingFields() else { return nil }
+            (head, varyingFields) = (encodedHead, fields)
+        default:
+            return nil
         }
-        if magic == Self.version1Magic {
-            guard let head = reader.head(of: data), let varyingFields = reader.varyingFields(), reader.isAtEnd else {
-                return nil
-            }
+        guard reader.isAtEnd else { return nil }
+        guard let facts else {
+            // The earlier form, or facts of another version: computed again from the head.
             return StoredResponse(
                 response: head.decode(),
                 requestTime: requestTime,
@@ -108,7 +98,13 @@ extension StoredResponse {
                 varyingFields: varyingFields
             )
         }
-        return nil
+        return StoredResponse(
+            head: head,
+            requestTime: requestTime,
+            responseTime: responseTime,
+            varyingFields: varyingFields,
+            facts: facts
+        )
     }
 
     /// "CHR2" and "CHR1", as a little-endian UInt32 reads them.

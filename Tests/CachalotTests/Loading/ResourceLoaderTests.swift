@@ -76,6 +76,7 @@ struct ResourceLoaderTests {
         #expect(origin.requests.last?.headerFields[.ifNoneMatch] == "\"v1\"")
         self.clock.advance(by: 100)
         #expect(try await loader.load(origin.url("/r")).source == .memory)
+        await loader.waitForBackgroundWork()
         #expect(
             try await self.makeLoader().load(origin.url("/r")).response.headerFields[HTTPField.Name("X-Version")!]
                 == "2"
