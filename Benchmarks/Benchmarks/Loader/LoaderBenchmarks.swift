@@ -53,7 +53,10 @@ struct Fixtures: Sendable {
             transport: transport,
             disk: DiskCache(directory: directory.url.appending(path: "misses"))
         )
-        let memoryMissLoader = try ResourceLoader(configuration: .init(policy: .reloadIgnoringCacheData), transport: transport)
+        let memoryMissLoader = try ResourceLoader(
+            configuration: .init(policy: .reloadIgnoringCacheData),
+            transport: transport
+        )
         return Fixtures(
             origin: origin,
             directory: directory,
