@@ -17,6 +17,10 @@
 ///   and `min-fresh` its largest; a malformed one is ignored.
 /// - A number too large to hold counts as 2³¹ seconds (§1.2.2).
 /// - `private` wins over `public`.
+///
+/// A stored response keeps its parsed directives in its metadata (see
+/// ``StoredResponse/encoded()``): a new directive goes into that form too, with the version of
+/// the freshness facts changed, so that directives stored without it are parsed again.
 public struct CacheControl: Sendable, Hashable {
     /// `max-age`: how many seconds the response stays fresh, or, in a request, the oldest
     /// response the client accepts.
