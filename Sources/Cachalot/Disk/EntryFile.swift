@@ -72,6 +72,11 @@ enum EntryFile {
         return bytes
     }
 
+    /// How much a get reads before it knows the file's size. A smaller file, as most entries
+    /// are, is read whole by one `pread` that stops at its end, with no `fstat`; a larger one
+    /// takes an `fstat` and a second read for the rest.
+    static let firstReadSize = 64 * 1024
+
     /// Reads the whole entry from its open file; `expectedKey`, when given, must be the key in
     /// it. `path` names the file in errors.
     static func read(
@@ -79,13 +84,22 @@ enum EntryFile {
         path: @autoclosure () -> String,
         expectedKey: String?
     ) throws(CacheError) -> Reading {
-        let (size, isRegular) = try FileIO.size(of: descriptor, path: path())
-        guard isRegular, size >= Self.headerSize else { return .invalid }
         // One allocation that the body's Data then owns: no copy of the body.
-        let buffer = UnsafeMutableRawBufferPointer(start: malloc(size)!, count: size)
+        var buffer = UnsafeMutableRawBufferPointer(start: malloc(Self.firstReadSize)!, count: Self.firstReadSize)
         var owned = true
         defer { if owned { free(buffer.baseAddress) } }
-        guard try FileIO.readFully(descriptor, into: buffer, at: 0, path: path()) == size else { return .invalid }
+        guard var size = try FileIO.readStart(descriptor, into: buffer, path: path()) else { return .invalid }
+        if size == buffer.count {
+            let (fileSize, isRegular) = try FileIO.size(of: descriptor, path: path())
+            guard isRegular, fileSize >= size else { return .invalid }
+            buffer = UnsafeMutableRawBufferPointer(start: realloc(buffer.baseAddress, fileSize)!, count: fileSize)
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[size...])
+            size += try FileIO.readFully(descriptor, into: rest, at: size, path: path())
+            guard size == fileSize else { return .invalid }
+        } else {
+            // Give back what the file did not fill (glibc shrinks in place).
+            buffer = UnsafeMutableRawBufferPointer(start: realloc(buffer.baseAddress, max(size, 1))!, count: size)
+        }
         guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
         let key: String
         if var expectedKey {

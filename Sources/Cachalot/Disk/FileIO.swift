@@ -67,6 +67,23 @@ enum FileIO {
         return done
     }
 
+    /// Reads the start of the file into `buffer` with one `pread`, which for a regular file
+    /// comes back short only at the end of the file; returns how many bytes were read, or `nil`
+    /// if the descriptor is a directory's.
+    static func readStart(
+        _ descriptor: Int32,
+        into buffer: UnsafeMutableRawBufferPointer,
+        path: @autoclosure () -> String
+    ) throws(CacheError) -> Int? {
+        while true {
+            let result = pread(descriptor, buffer.baseAddress!, buffer.count, 0)
+            if result >= 0 { return result }
+            let error = errno
+            if error == EISDIR { return nil }
+            if error != EINTR { throw Self.error("read", path(), error) }
+        }
+    }
+
     /// Writes all of `bytes` at `offset`, or at the file's current position when it is `nil`.
     static func writeAll(
         _ descriptor: Int32,

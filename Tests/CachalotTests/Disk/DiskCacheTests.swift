@@ -113,6 +113,28 @@ struct DiskCacheTests {
     }
 
     @Test(
+        "files just under, at and over the first read's size read back whole, and cut short read as nothing",
+        arguments: [-1, 0, 1, 3 * EntryFile.firstReadSize]
+    )
+    func firstReadBoundary(beyondFirstRead: Int) throws {
+        let cache = try self.open(sizeLimit: 1 << 24)
+        let key = "k"
+        // The file's size is the first read's size plus `beyondFirstRead`.
+        let bodyLength = EntryFile.firstReadSize + beyondFirstRead - EntryFile.headerSize - key.utf8.count
+        let body = Data((0..<bodyLength).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+        try cache.set(body, forKey: key)
+        let path = self.entryPath(key)
+        #expect(try self.fileSize(path) == EntryFile.firstReadSize + beyondFirstRead)
+        #expect(try cache.data(forKey: key) == body)
+
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.truncate(atOffset: UInt64(EntryFile.firstReadSize + beyondFirstRead - 1))
+        try handle.close()
+        #expect(try cache.data(forKey: key) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test(
         "a truncated, damaged or foreign file reads as no entry and is removed",
         arguments: ["truncated", "damaged header", "foreign key", "empty", "directory"]
     )
