@@ -103,6 +103,12 @@ cachalot_image_status cachalot_jpeg_decode(
     }
     info.scale_num = 1;
     info.scale_denom = scale_denominator;
+    // Block smoothing guesses the AC coefficients a progressive JPEG has not sent yet. At 1/8
+    // the AC scans that JPEGScans leaves out are those of components decoded from their DC
+    // alone, where a guess changes nothing but costs a pass over every block.
+    if (scale_denominator == 8) {
+        info.do_block_smoothing = FALSE;
+    }
     jpeg_start_decompress(&info);
     size_t row_bytes = (size_t)info.output_width * (size_t)info.output_components;
     pixels = malloc(row_bytes * info.output_height);
@@ -133,8 +139,8 @@ cachalot_image_status cachalot_jpeg_decode(
 }
 
 cachalot_image_status cachalot_jpeg_encode(
-    const cachalot_pixels *image, int quality, uint8_t **out, size_t *out_size, char *message,
-    size_t message_size) {
+    const cachalot_pixels *image, int quality, int progressive, uint8_t **out, size_t *out_size,
+    char *message, size_t message_size) {
     struct jpeg_compress_struct info;
     guard g;
     // libjpeg grows this buffer as it writes; its address is taken, so it stays in memory and
@@ -158,6 +164,9 @@ cachalot_image_status cachalot_jpeg_encode(
     info.in_color_space = image->channels == 1 ? JCS_GRAYSCALE : JCS_EXT_RGBA;
     jpeg_set_defaults(&info);
     jpeg_set_quality(&info, quality, TRUE);
+    if (progressive) {
+        jpeg_simple_progression(&info);
+    }
     jpeg_start_compress(&info, TRUE);
     while (info.next_scanline < info.image_height) {
         JSAMPROW row = image->pixels + (size_t)image->bytes_per_row * info.next_scanline;

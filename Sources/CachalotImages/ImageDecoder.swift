@@ -28,7 +28,9 @@ public struct ImageDecoder: Sendable {
     /// `scale` of its full size in each dimension (1 is full size).
     ///
     /// JPEG decodes at 1/2, 1/4 or 1/8 inside the decoder, skipping most of the work: a 256-pixel
-    /// thumbnail of a 4000-pixel photo needs only 1/8. PNG always decodes whole.
+    /// thumbnail of a 4000-pixel photo needs only 1/8. At 1/8, a progressive JPEG skips more:
+    /// the AC scans that a decode at 1/8 ignores are not decoded at all, for the same pixels.
+    /// PNG always decodes whole.
     public func decode(_ data: Data, scale: Double) throws(ImageError) -> Bitmap {
         let limit = UInt64(self.maximumPixelCount)
         switch ImageFormat(sniffing: data) {
@@ -38,7 +40,9 @@ public struct ImageDecoder: Sendable {
             }
         case .jpeg:
             let denominator = UInt32(Self.denominator(for: scale))
-            let bitmap = try Self.decoded(data, "JPEG") { bytes, count, pixels, message in
+            // At 1/8, a progressive JPEG is decoded without the AC scans it ignores (JPEGScans).
+            let scans = denominator == 8 ? JPEGScans.withoutACScans(data) ?? data : data
+            let bitmap = try Self.decoded(scans, "JPEG") { bytes, count, pixels, message in
                 cachalot_jpeg_decode(bytes, count, limit, denominator, pixels, message, Self.messageSize)
             }
             return Orientation(exifIn: data).apply(to: bitmap)

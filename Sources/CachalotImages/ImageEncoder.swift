@@ -3,11 +3,13 @@ import Foundation
 
 /// Encodes ``Bitmap``s as JPEG (libjpeg-turbo) or PNG (libpng), to store processed variants.
 public enum ImageEncoder {
-    /// The bitmap as a baseline JPEG at `quality` (1 to 100); alpha is dropped.
-    public static func jpeg(_ bitmap: Bitmap, quality: Int = 90) throws(ImageError) -> Data {
+    /// The bitmap as a JPEG at `quality` (1 to 100); alpha is dropped. A progressive JPEG comes
+    /// in scans of increasing detail (libjpeg's default script): about as large, and its
+    /// thumbnails decode from its first scans only (see ``ImageDecoder/decode(_:scale:)``).
+    public static func jpeg(_ bitmap: Bitmap, quality: Int = 90, progressive: Bool = false) throws(ImageError) -> Data {
         let quality = Int32(min(100, max(1, quality)))
         return try Self.encoded(bitmap, "JPEG") { pixels, out, size, message in
-            cachalot_jpeg_encode(pixels, quality, out, size, message, ImageDecoder.messageSize)
+            cachalot_jpeg_encode(pixels, quality, progressive ? 1 : 0, out, size, message, ImageDecoder.messageSize)
         }
     }
 

@@ -1,7 +1,8 @@
-import CachalotImages
 import CachalotTesting
 import Foundation
 import Testing
+
+@testable import CachalotImages
 
 @Suite("Decoding PNG and JPEG")
 struct DecodingTests {
@@ -78,6 +79,42 @@ struct DecodingTests {
         #expect(try self.decoder.decode(png, scale: 0.1).width == 40)
     }
 
+    @Test("at 1/8 a progressive JPEG is decoded without the AC scans it ignores, to the same pixels")
+    func progressiveEighth() throws {
+        let color = Images.photo(width: 640, height: 480)
+        let gray = Images.bitmap(width: 640, height: 480, format: .gray8) { x, y in
+            [UInt8((x * 255 / 640 + (x &* 7 &+ y &* 13) % 17) % 256)]
+        }
+        // Gray: only the DC scans are kept. Color (chroma subsampled 2 × 2): the chroma AC scans too.
+        for (bitmap, share) in [(gray, 0.25), (color, 0.5)] {
+            let progressive = try ImageEncoder.jpeg(bitmap, progressive: true)
+            let baseline = try ImageEncoder.jpeg(bitmap)
+            // Only the DC scans are given to the decoder; a baseline JPEG has nothing to leave out.
+            let scans = try #require(JPEGScans.withoutACScans(progressive))
+            #expect(Double(scans.count) < Double(progressive.count) * share)
+            #expect(JPEGScans.withoutACScans(baseline) == nil)
+            // The two encodings hold the same coefficients, and the baseline one is decoded whole.
+            let fromScans = try self.decoder.decode(progressive, scale: 0.125)
+            let whole = try self.decoder.decode(baseline, scale: 0.125)
+            #expect(fromScans.width == 80 && fromScans.height == 60 && fromScans.format == whole.format)
+            #expect(fromScans == whole, "\(bitmap.format)")
+            // At 1/4 every scan counts: the same pixels as the baseline encoding's, exactly.
+            #expect(try self.decoder.decode(progressive, scale: 0.25) == self.decoder.decode(baseline, scale: 0.25))
+        }
+    }
+
+    @Test("a progressive JPEG cut short is a truncation at 1/8 too, not a thumbnail of its first scans")
+    func truncatedProgressive() throws {
+        let progressive = try ImageEncoder.jpeg(Images.photo(width: 640, height: 480), progressive: true)
+        for fraction in [0.9, 0.5] {
+            let cut = progressive.prefix(Int(Double(progressive.count) * fraction))
+            #expect(JPEGScans.withoutACScans(cut) == nil)
+            #expect { _ = try self.decoder.decode(cut, scale: 0.125) } throws: {
+                ($0 as? ImageError)?.code == .truncated
+            }
+        }
+    }
+
     @Test("the EXIF orientation of a JPEG is applied: 6 turns it a quarter clockwise")
     func exifOrientation() throws {
         // Left half red, right half blue, 32 × 16.
@@ -148,6 +185,7 @@ struct DecodingTests {
         let sources = [
             try ImageEncoder.png(Images.photo(width: 40, height: 30)),
             try ImageEncoder.jpeg(Images.photo(width: 40, height: 30)),
+            try ImageEncoder.jpeg(Images.photo(width: 40, height: 30), progressive: true),
             try Images.fixture("progressive.jpg"), try Images.fixture("interlaced-rgba.png"),
             try Images.fixture("palette.png"),
         ]
@@ -160,7 +198,7 @@ struct DecodingTests {
             }
             if Bool.random(using: &random) { data = data.prefix(Int.random(in: 0...data.count, using: &random)) }
             do {
-                let bitmap = try self.decoder.decode(data, scale: round % 3 == 0 ? 0.25 : 1)
+                let bitmap = try self.decoder.decode(data, scale: [1, 0.25, 0.125][round % 3])
                 #expect(bitmap.pixels.count == bitmap.cost)
                 outcomes["decoded", default: 0] += 1
             } catch {

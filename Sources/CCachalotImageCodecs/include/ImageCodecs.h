@@ -49,11 +49,12 @@ cachalot_image_status cachalot_png_decode(
     const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
     size_t message_size);
 
-/// Encodes pixels of 1 or 4 channels as JPEG at `quality` (1 to 100); alpha is dropped.
-/// `*out` is allocated with malloc; the caller frees it.
+/// Encodes pixels of 1 or 4 channels as JPEG at `quality` (1 to 100), progressive (libjpeg's
+/// default script of scans) if `progressive` is not 0; alpha is dropped. `*out` is allocated with
+/// malloc; the caller frees it.
 cachalot_image_status cachalot_jpeg_encode(
-    const cachalot_pixels *image, int quality, uint8_t **out, size_t *out_size, char *message,
-    size_t message_size);
+    const cachalot_pixels *image, int quality, int progressive, uint8_t **out, size_t *out_size,
+    char *message, size_t message_size);
 
 /// Encodes pixels of 1 or 4 channels as PNG. `*out` is allocated with malloc; the caller frees it.
 cachalot_image_status cachalot_png_encode(
