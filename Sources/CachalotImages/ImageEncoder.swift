@@ -5,7 +5,7 @@ import Foundation
 public enum ImageEncoder {
     /// The bitmap as a JPEG at `quality` (1 to 100); alpha is dropped. A progressive JPEG comes
     /// in scans of increasing detail (libjpeg's default script): about as large, and its
-    /// thumbnails decode from its first scans only (see ``ImageDecoder/decode(_:scale:)``).
+    /// thumbnails skip most of its scans (see ``ImageDecoder/decode(_:scale:)``).
     public static func jpeg(_ bitmap: Bitmap, quality: Int = 90, progressive: Bool = false) throws(ImageError) -> Data {
         let quality = Int32(min(100, max(1, quality)))
         return try Self.encoded(bitmap, "JPEG") { pixels, out, size, message in

@@ -89,7 +89,7 @@ struct DecodingTests {
         for (bitmap, share) in [(gray, 0.25), (color, 0.5)] {
             let progressive = try ImageEncoder.jpeg(bitmap, progressive: true)
             let baseline = try ImageEncoder.jpeg(bitmap)
-            // Only the DC scans are given to the decoder; a baseline JPEG has nothing to leave out.
+            // The decoder is given a part of the file; a baseline JPEG has nothing to leave out.
             let scans = try #require(JPEGScans.withoutACScans(progressive))
             #expect(Double(scans.count) < Double(progressive.count) * share)
             #expect(JPEGScans.withoutACScans(baseline) == nil)
