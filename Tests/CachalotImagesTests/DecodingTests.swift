@@ -103,6 +103,17 @@ struct DecodingTests {
         }
     }
 
+    @Test("a progressive JPEG with restart markers in its scans is also decoded at 1/8 without its AC scans")
+    func progressiveWithRestarts() throws {
+        // Pillow's files (make-fixtures.py): the same picture and coefficients, progressive with
+        // a restart marker every 3 blocks, and baseline.
+        let progressive = try Images.fixture("progressive-restarts.jpg")
+        let baseline = try Images.fixture("baseline.jpg")
+        let scans = try #require(JPEGScans.withoutACScans(progressive))
+        #expect(scans.count < progressive.count)
+        #expect(try self.decoder.decode(progressive, scale: 0.125) == self.decoder.decode(baseline, scale: 0.125))
+    }
+
     @Test("a progressive JPEG cut short is a truncation at 1/8 too, not a thumbnail of its first scans")
     func truncatedProgressive() throws {
         let progressive = try ImageEncoder.jpeg(Images.photo(width: 640, height: 480), progressive: true)

@@ -56,3 +56,20 @@ blocks("RGB").save("progressive.jpg", quality=95, progressive=True, subsampling=
 blocks("L").save("gray.jpg", quality=95)
 # CMYK, which the decoder refuses.
 blocks("CMYK").save("cmyk.jpg", quality=95)
+
+
+def textured():
+    """128 x 96 pixels of gradients with a fine texture: AC coefficients in every block."""
+    image = Image.new("RGB", (128, 96))
+    image.putdata([
+        ((x * 2 + (x * 7 + y * 13) % 17) % 256, (y * 2 + (x * 7 + y * 13) % 17) % 256, (x + y + 64) % 256)
+        for y in range(96) for x in range(128)
+    ])
+    return image
+
+
+# A progressive JPEG with restart markers inside its scans, chroma subsampled 2 x 2 (4:2:0), and
+# the same picture as a baseline JPEG: the same quality and subsampling give the same
+# coefficients, so both decode to the same pixels.
+textured().save("progressive-restarts.jpg", quality=90, progressive=True, subsampling=2, restart_marker_blocks=3)
+textured().save("baseline.jpg", quality=90, subsampling=2)
