@@ -4,8 +4,8 @@ import HTTPTypes
 /// The keys under which responses are stored.
 ///
 /// A response is stored under its URL (RFC 9111 §4), written the same way whatever the
-/// request's spelling: scheme and host in lowercase, a default port dropped, an empty path as
-/// `/`, the query kept whole. A response with `Vary` is stored under the URL together with the
+/// request's spelling: scheme and host in lowercase, a default port dropped, a path that does
+/// not start with `/` (an empty one, say) given one, the query kept whole. A response with `Vary` is stored under the URL together with the
 /// request's values of the fields it names, so that one URL can hold a variant per value; the
 /// URL's own key then holds the names, so that a later request can build its variant's key.
 public enum CacheKey {
@@ -27,11 +27,16 @@ public enum CacheKey {
     /// The key of the variant of `url` that `request` selects among responses varying on the
     /// lowercased field `names`.
     public static func variant(of url: String, names: [String], request: HTTPRequest) -> String {
-        var key = url
+        url + Self.variantSuffix(names: names, request: request)
+    }
+
+    /// What a variant's key adds to its URL's: a line `name: value` for each of `names`.
+    static func variantSuffix(names: [String], request: HTTPRequest) -> String {
+        var suffix = ""
         for name in names {
-            key += "\n\(name): \(StoredResponse.normalizedValue(of: name, in: request.headerFields) ?? "")"
+            suffix += "\n\(name): \(StoredResponse.normalizedValue(of: name, in: request.headerFields) ?? "")"
         }
-        return key
+        return suffix
     }
 
     /// `scheme://host[:port]` of a URL in key form.
@@ -43,15 +48,9 @@ public enum CacheKey {
     }
 
     private static func normalized(scheme: String, authority: String, path: String?) -> String {
-        if let path, path.utf8.first == UInt8(ascii: "/"), Self.isNormalized(scheme: scheme, authority: authority) {
-            // The usual case, already in key form: the parts copied into one allocation.
-            let (schemeLength, authorityLength) = (scheme.utf8.count, authority.utf8.count)
-            return String(unsafeUninitializedCapacity: schemeLength + 3 + authorityLength + path.utf8.count) { buffer in
-                var offset = Self.copy(scheme, into: buffer, at: 0)
-                offset = Self.copy("://", into: buffer, at: offset)
-                offset = Self.copy(authority, into: buffer, at: offset)
-                return Self.copy(path, into: buffer, at: offset)
-            }
+        if let path, Self.isKeyForm(scheme: scheme, authority: authority, path: path) {
+            // The usual case, already in key form.
+            return Self.joined(scheme, "://", authority, path)
         }
         let scheme = scheme.lowercased()
         var authority = authority.lowercased()
@@ -60,35 +59,52 @@ public enum CacheKey {
         let defaultPort = scheme == "http" ? ":80" : scheme == "https" ? ":443" : nil
         if let defaultPort, authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
         var path = path ?? "/"
-        if path.isEmpty || path.first == "?" { path = "/" + path }
+        // An empty path, a query alone, or a path not in origin form: never joined to the host.
+        if path.utf8.first != UInt8(ascii: "/") { path = "/" + path }
         return "\(scheme)://\(authority)\(path)"
     }
 
-    /// Whether the scheme is `http` or `https` and the authority has no capital letter, no
-    /// credentials and no default port.
-    private static func isNormalized(scheme: String, authority: String) -> Bool {
-        let defaultPort: String
+    /// Whether a URL with these parts is in key form as they are: the scheme is `http` or
+    /// `https`, the authority has no capital letter, no credentials, no default port and no
+    /// `/`, and the path starts with `/`.
+    static func isKeyForm(scheme: String, authority: String, path: String) -> Bool {
+        guard path.utf8.first == UInt8(ascii: "/") else { return false }
+        let defaultPort: StaticString
         switch scheme {
         case "https": defaultPort = ":443"
         case "http": defaultPort = ":80"
         default: return false
         }
-        var authority = authority
-        return authority.withUTF8 { bytes in
+        return authority.withBorrowedUTF8 { bytes in
             for byte in bytes
-            where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "@") {
+            where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "@")
+                || byte == UInt8(ascii: "/")
+            {
                 return false
             }
             // Compared as bytes: `String.hasSuffix` compares characters, and costs about as
             // much as the rest of the key.
-            return !bytes.suffix(defaultPort.utf8.count).elementsEqual(defaultPort.utf8)
+            return defaultPort.withUTF8Buffer { port in
+                bytes.count < port.count
+                    || memcmp(bytes.baseAddress! + bytes.count - port.count, port.baseAddress!, port.count) != 0
+            }
+        }
+    }
+
+    /// The parts joined, in one allocation.
+    static func joined(_ first: String, _ second: String, _ third: String, _ fourth: String = "") -> String {
+        let count = first.utf8.count + second.utf8.count + third.utf8.count + fourth.utf8.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var offset = Self.copy(first, into: buffer, at: 0)
+            offset = Self.copy(second, into: buffer, at: offset)
+            offset = Self.copy(third, into: buffer, at: offset)
+            return Self.copy(fourth, into: buffer, at: offset)
         }
     }
 
     /// Copies the UTF-8 of `part` into `buffer` at `offset`; returns the offset after it.
     private static func copy(_ part: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
-        var part = part
-        return part.withUTF8 { bytes in
+        part.withBorrowedUTF8 { bytes in
             guard let source = bytes.baseAddress else { return offset }
             (buffer.baseAddress! + offset).initialize(from: source, count: bytes.count)
             return offset + bytes.count

@@ -96,30 +96,31 @@ public struct CacheRules: Sendable, Hashable {
         let age = stored.age(at: now)
         let lifetime = stored.freshnessLifetime(isShared: self.isShared)
         let isFresh = lifetime > age
-        let directives = stored.cacheControl
+        // Read in place: a copy of the directives would cost a retain and release of each list.
+        let facts = stored.facts
         switch policy {
         case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
             return .useStored(isFresh ? .fresh : .stale(.policy))
         case .reloadRevalidatingCacheData:
-            return isFresh && directives.isImmutable ? .useStored(.fresh) : .validate
+            return isFresh && facts.directives.isImmutable ? .useStored(.fresh) : .validate
         case .reloadIgnoringCacheData:
             return .fetch
         case .useProtocolCachePolicy:
             break
         }
         let decision: CacheDecision
-        if requestDirectives.isNoCache || directives.isNoCache {
+        if requestDirectives.isNoCache || facts.directives.isNoCache {
             decision = .validate
         } else if let maxAge = requestDirectives.maxAge, age > TimeInterval(maxAge) {
             decision = .validate
         } else if isFresh {
             let minFresh = TimeInterval(requestDirectives.minFresh ?? 0)
             decision = lifetime - age >= minFresh ? .useStored(.fresh) : .validate
-        } else if self.forbidsStale(directives) {
+        } else if self.forbidsStale(facts.directives) {
             decision = .validate
         } else if let maxStale = requestDirectives.maxStale, age - lifetime <= TimeInterval(maxStale) {
             decision = .useStored(.stale(.maxStale))
-        } else if let window = directives.staleWhileRevalidate, age - lifetime <= TimeInterval(window) {
+        } else if let window = facts.directives.staleWhileRevalidate, age - lifetime <= TimeInterval(window) {
             decision = .useStoredAndRevalidate
         } else {
             decision = .validate

@@ -157,8 +157,10 @@ public struct StoredResponse: Sendable, Hashable {
     /// Whether `request` selects this response: it has the same values for every field that
     /// `Vary` names (RFC 9111 §4.1). A response with `Vary: *` matches no request.
     public func matches(_ request: HTTPRequest) -> Bool {
-        guard self.facts.varyNames != nil else { return false }
-        return self.varyingFields.allSatisfy { field in
+        let storage = self.storage
+        // Most responses do not vary: no field to read.
+        if storage.varyingFields.isEmpty { return storage.facts.varyNames != nil }
+        return storage.varyingFields.allSatisfy { field in
             Self.normalizedValue(of: field.name, in: request.headerFields) == field.value
         }
     }

@@ -41,7 +41,7 @@ public final class ResourceLoader: Sendable {
     private let counters: LoaderCounters
     private let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
-    private let revalidations = Mutex<[String: Task<Void, Never>]>([:])
+    private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
     /// Runs, background revalidations and disk writes not yet done.
     private let pending: PendingWork
 
@@ -65,7 +65,8 @@ public final class ResourceLoader: Sendable {
         // Without a limit given, the memory tier's default reads the system's memory.
         let memory =
             configuration.memoryCostLimit == 0
-            ? nil : try MemoryCache<String, StoredEntry>(configuration: .init(costLimit: configuration.memoryCostLimit))
+            ? nil
+            : try MemoryCache<ResponseKey, StoredEntry>(configuration: .init(costLimit: configuration.memoryCostLimit))
         self.configuration = configuration
         self.transport = transport
         self.store = ResponseStore(memory: memory, disk: disk)
@@ -124,65 +125,23 @@ public final class ResourceLoader: Sendable {
         priority: Priority = .normal,
         progress: (@Sendable (LoadProgress) -> Void)? = nil
     ) async throws -> Resource {
-        try await self.load(request, body: body, policy: policy, priority: priority, progress: progress, onWaiting: nil)
+        // A hit is answered here, without the suspension point of a further async call.
+        let step = try self.step(for: request, policy: policy)
+        if case .answer(let resource) = step { return resource }
+        return try await self.perform(step, request, body: body, priority: priority, progress: progress, onWaiting: nil)
     }
 
     /// ``load(_:body:policy:priority:progress:)``, telling `onWaiting` which run the load waits
     /// for, so that its priority can be changed (see ``Prefetch``).
     nonisolated(nonsending) func load(
         _ request: HTTPRequest,
-        body: Data? = nil,
         policy: CachePolicy? = nil,
-        priority: Priority = .normal,
-        progress: (@Sendable (LoadProgress) -> Void)? = nil,
-        onWaiting: (@Sendable (_ run: String, _ caller: Int) -> Void)?
+        priority: Priority,
+        onWaiting: @escaping @Sendable (_ run: String, _ caller: Int) -> Void
     ) async throws -> Resource {
-        guard let url = CacheKey.url(of: request), request.scheme == "http" || request.scheme == "https" else {
-            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
-        }
-        self.counters.request()
-        let key = self.configuration.keyTransform?(url) ?? url
-        guard request.method == .get else {
-            return try await self.exchangeUncached(request, body: body, priority: priority)
-        }
-        let cached = self.lookup(key, for: request)
-        let now = self.now()
-        let rules = self.configuration.rules
-        let decision = rules.decision(
-            for: request,
-            stored: cached?.response.stored,
-            at: now,
-            policy: policy ?? self.configuration.policy
-        )
-        let resource: Resource
-        switch (decision, cached) {
-        case (.useStored(.fresh), let cached?):
-            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk, at: now)
-        case (.useStored(.stale(let reason)), let cached?):
-            resource = self.answer(cached.response, source: .stale(reason), at: now)
-        case (.useStoredAndRevalidate, let cached?):
-            self.revalidateInBackground(request, key: key, cached: cached.response)
-            resource = self.answer(cached.response, source: .stale(.whileRevalidating), at: now)
-        case (.unavailable, _):
-            resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
-        default:  // .validate or .fetch (the rules use a stored response only if there is one)
-            let validated = decision == .validate ? cached?.response : nil
-            let flightKey = Self.flightKey(key, request, validating: validated != nil)
-            var reportWaiting: (@Sendable (Int) -> Void)?
-            if let onWaiting {
-                reportWaiting = { @Sendable caller in onWaiting(flightKey, caller) }
-            }
-            resource = try await self.coalescer.run(
-                flightKey,
-                priority: priority.rawValue,
-                progress: progress,
-                onWaiting: reportWaiting
-            ) { run in
-                try await self.exchange(request, key: key, validating: validated, run: run)
-            }
-        }
-        self.counters.answer(resource.source, bytes: resource.body.count)
-        return resource
+        let step = try self.step(for: request, policy: policy)
+        if case .answer(let resource) = step { return resource }
+        return try await self.perform(step, request, body: nil, priority: priority, progress: nil, onWaiting: onWaiting)
     }
 
     /// Waits until the work the loader does after answering is done: writing responses to
@@ -196,13 +155,97 @@ public final class ResourceLoader: Sendable {
 
     // MARK: - Steps
 
-    private func lookup(_ key: String, for request: HTTPRequest) -> (response: CachedResponse, tier: StorageTier)? {
+    /// What a load does next, as the stored response and the rules decide.
+    private enum Step {
+        /// Answer with this: a stored response, or a 504 when only a stored one may answer.
+        case answer(Resource)
+        /// Ask the origin, validating the stored response if there is one.
+        case exchange(ResponseKey, validating: CachedResponse?)
+        /// Send a request whose answer is not stored.
+        case uncached
+    }
+
+    /// Decides the load without waiting for anything: everything but the network happens here,
+    /// so that a hit never suspends.
+    private func step(for request: HTTPRequest, policy: CachePolicy?) throws -> Step {
+        guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
+            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
+        }
+        self.counters.request()
+        guard request.method == .get else { return .uncached }
+        let policy = policy ?? self.configuration.policy
+        // A reload ignores what is stored: no need to read it (from disk, perhaps).
+        let cached = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request)
+        let now = self.now()
+        let decision = self.configuration.rules.decision(
+            for: request,
+            stored: cached?.response.stored,
+            at: now,
+            policy: policy
+        )
+        let resource: Resource
+        switch (decision, cached) {
+        case (.useStored(.fresh), let cached?):
+            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk, at: now)
+        case (.useStored(.stale(let reason)), let cached?):
+            resource = self.answer(cached.response, source: .stale(reason), at: now)
+        case (.useStoredAndRevalidate, let cached?):
+            self.revalidateInBackground(request, key: key, cached: cached.response)
+            resource = self.answer(cached.response, source: .stale(.whileRevalidating), at: now)
+        case (.unavailable, _):
+            resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
+        default:  // .validate or .fetch (the rules use a stored response only if there is one)
+            return .exchange(key, validating: decision == .validate ? cached?.response : nil)
+        }
+        self.counters.answer(resource.source, bytes: resource.body.count)
+        return .answer(resource)
+    }
+
+    /// Takes a step that needs the network: joins the coalesced run of identical requests, or
+    /// sends an uncached one.
+    private func perform(
+        _ step: Step,
+        _ request: HTTPRequest,
+        body: Data?,
+        priority: Priority,
+        progress: (@Sendable (LoadProgress) -> Void)?,
+        onWaiting: (@Sendable (_ run: String, _ caller: Int) -> Void)?
+    ) async throws -> Resource {
+        let key: ResponseKey
+        let validated: CachedResponse?
+        switch step {
+        case .answer(let resource):
+            return resource
+        case .uncached:
+            return try await self.exchangeUncached(request, body: body, priority: priority)
+        case .exchange(let exchangeKey, let validating):
+            (key, validated) = (exchangeKey, validating)
+        }
+        let flightKey = Self.flightKey(key, request, validating: validated != nil)
+        var reportWaiting: (@Sendable (Int) -> Void)?
+        if let onWaiting {
+            reportWaiting = { @Sendable caller in onWaiting(flightKey, caller) }
+        }
+        let resource = try await self.coalescer.run(
+            flightKey,
+            priority: priority.rawValue,
+            progress: progress,
+            onWaiting: reportWaiting
+        ) { run in
+            try await self.exchange(request, key: key, validating: validated, run: run)
+        }
+        self.counters.answer(resource.source, bytes: resource.body.count)
+        return resource
+    }
+
+    private func lookup(_ key: ResponseKey, for request: HTTPRequest) -> (response: CachedResponse, tier: StorageTier)?
+    {
         do {
             return try self.store.lookup(key, for: request).map { ($0.0, $0.1) }
         } catch {
             self.logger.debug(
                 "Reading the cache failed; loading instead",
-                metadata: ["key": "\(key)", "error": "\(error)"]
+                metadata: ["key": "\(key.string)", "error": "\(error)"]
             )
             return nil
         }
@@ -218,7 +261,7 @@ public final class ResourceLoader: Sendable {
     /// free slot, reads the answer, and stores it if the rules allow.
     private func exchange(
         _ request: HTTPRequest,
-        key: String,
+        key: ResponseKey,
         validating cached: CachedResponse?,
         run: Coalescer<Resource>.Run
     ) async throws -> Resource {
@@ -238,7 +281,7 @@ public final class ResourceLoader: Sendable {
     /// One request and its answer; `nil` for a 304 that does not select the validated response.
     private func send(
         _ request: HTTPRequest,
-        key: String,
+        key: ResponseKey,
         validating cached: CachedResponse?,
         run: Coalescer<Resource>.Run
     ) async throws -> Resource? {
@@ -254,11 +297,11 @@ public final class ResourceLoader: Sendable {
             if let cached, rules.mayUseStaleOnError(cached.stored, for: request, at: now) {
                 self.logger.debug(
                     "The origin failed; answering stale",
-                    metadata: ["key": "\(key)", "error": "\(error)"]
+                    metadata: ["key": "\(key.string)", "error": "\(error)"]
                 )
                 return self.answer(cached, source: .stale(.originError), at: now)
             }
-            throw LoadError(.transport, "The request to \(key) failed: \(error)", underlying: error)
+            throw LoadError(.transport, "The request to \(key.string) failed: \(error)", underlying: error)
         }
         let responseTime = self.now()
         let status = reply.response.status.code
@@ -297,7 +340,7 @@ public final class ResourceLoader: Sendable {
             // A large body goes to a file as it arrives: under its key if it may be stored,
             // else under a name of its own, to be discarded once mapped.
             try (self.store.disk as? DiskCache)?.makeWriter(
-                forKey: isStorable ? diskKey : "unstored \(UUID())",
+                forKey: isStorable ? diskKey.string : "unstored \(UUID())",
                 metadata: stored.encoded()
             )
         }
@@ -315,13 +358,16 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Makes a large body written as it arrived into the stored entry.
-    private func commit(_ writer: DiskCache.Writer, variants names: [String], url: String) throws {
+    private func commit(_ writer: DiskCache.Writer, variants names: [String], url: ResponseKey) throws {
         do {
             try writer.commit()
             if !names.isEmpty { try self.store.storeVariants(names, url: url) }
         } catch {
             self.counters.storageFailure()
-            self.logger.debug("Storing a large response failed", metadata: ["key": "\(url)", "error": "\(error)"])
+            self.logger.debug(
+                "Storing a large response failed",
+                metadata: ["key": "\(url.string)", "error": "\(error)"]
+            )
         }
     }
 
@@ -345,9 +391,9 @@ public final class ResourceLoader: Sendable {
         }
         let received = try await self.readBody(reply, run: nil).body
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
-            let key = self.configuration.keyTransform?(url) ?? url
+            let key = ResponseKey(self.configuration.keyTransform?(url) ?? url)
             do { try self.store.remove(key) } catch {
-                self.logger.debug("Invalidating failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                self.logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
         let resource = Resource(body: received, response: reply.response, source: .network)
@@ -413,7 +459,12 @@ public final class ResourceLoader: Sendable {
 
     /// Stores `response` in memory now, and on disk once the run's callers have their answer:
     /// a miss does not wait for the disk.
-    private func save(_ response: CachedResponse, key: String, request: HTTPRequest, run: Coalescer<Resource>.Run) {
+    private func save(
+        _ response: CachedResponse,
+        key: ResponseKey,
+        request: HTTPRequest,
+        run: Coalescer<Resource>.Run
+    ) {
         let write = self.store.store(response, url: key, request: request)
         self.pending.begin()
         run.afterAnswering.add { [pending, logger, counters] in
@@ -421,14 +472,14 @@ public final class ResourceLoader: Sendable {
                 try write.perform()
             } catch {
                 counters.storageFailure()
-                logger.debug("Storing a response failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
             pending.end()
         }
     }
 
     /// Starts revalidating `cached` unless a background revalidation of `key` is running.
-    private func revalidateInBackground(_ request: HTTPRequest, key: String, cached: CachedResponse) {
+    private func revalidateInBackground(_ request: HTTPRequest, key: ResponseKey, cached: CachedResponse) {
         self.revalidations.withLock { revalidations in
             guard revalidations[key] == nil else { return }
             self.pending.begin()
@@ -448,9 +499,9 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Requests are identical when their keys, fields and kind of exchange are.
-    private static func flightKey(_ key: String, _ request: HTTPRequest, validating: Bool) -> String {
+    private static func flightKey(_ key: ResponseKey, _ request: HTTPRequest, validating: Bool) -> String {
         var flight = validating ? "validate " : "fetch "
-        flight += key
+        flight += key.string
         for field in request.headerFields {
             flight += "\n\(field.name.canonicalName): \(field.value)"
         }

@@ -22,7 +22,7 @@ final class CachedResponse: Sendable {
 enum StoredEntry: Sendable {
     case response(CachedResponse)
     /// The URL's responses vary on these lowercased fields; each variant has its own key (see
-    /// ``CacheKey/variant(of:names:request:)``).
+    /// ``ResponseKey/variant(names:request:)``).
     case variants([String])
 }
 
@@ -34,27 +34,28 @@ enum StorageTier: Sendable {
 /// The loader's responses in the memory tier, over the disk tier: keys, variants, and the
 /// metadata format. A disk hit is promoted to memory.
 struct ResponseStore: Sendable {
-    let memory: MemoryCache<String, StoredEntry>?
+    let memory: MemoryCache<ResponseKey, StoredEntry>?
     let disk: (any DataCaching)?
 
     /// The stored response that `request` selects under `url`, and where it was.
-    func lookup(_ url: String, for request: HTTPRequest) throws(CacheError) -> (CachedResponse, StorageTier)? {
+    func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> (CachedResponse, StorageTier)? {
         guard let (entry, tier) = try self.entry(url) else { return nil }
         switch entry {
         case .response(let response):
             return (response, tier)
         case .variants(let names):
-            let variant = CacheKey.variant(of: url, names: names, request: request)
-            guard let (entry, tier) = try self.entry(variant), case .response(let response) = entry else { return nil }
+            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request)),
+                case .response(let response) = entry
+            else { return nil }
             return (response, tier)
         }
     }
 
     /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in
     /// memory at once; returns the write to disk, for the caller to make when it suits.
-    func store(_ response: CachedResponse, url: String, request: HTTPRequest) -> DiskWrite {
+    func store(_ response: CachedResponse, url: ResponseKey, request: HTTPRequest) -> DiskWrite {
         let (key, names) = self.key(for: response.stored, url: url, request: request)
-        let entries: [(StoredEntry, String)] =
+        let entries: [(StoredEntry, ResponseKey)] =
             names.isEmpty ? [(.response(response), key)] : [(.variants(names), url), (.response(response), key)]
         for (entry, key) in entries {
             try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
@@ -66,14 +67,18 @@ struct ResponseStore: Sendable {
 
     /// The key a response to `request` is stored under, and the `Vary` names the URL's own key
     /// lists (none if it does not vary).
-    func key(for response: StoredResponse, url: String, request: HTTPRequest) -> (key: String, names: [String]) {
+    func key(
+        for response: StoredResponse,
+        url: ResponseKey,
+        request: HTTPRequest
+    ) -> (key: ResponseKey, names: [String]) {
         // The names were read once, with the response's freshness; `Vary: *` is never stored.
         let names = response.facts.varyNames ?? []
-        return (names.isEmpty ? url : CacheKey.variant(of: url, names: names, request: request), names)
+        return (names.isEmpty ? url : url.variant(names: names, request: request), names)
     }
 
     /// Records under `url` that its responses vary on `names`, in memory and on disk.
-    func storeVariants(_ names: [String], url: String) throws(CacheError) {
+    func storeVariants(_ names: [String], url: ResponseKey) throws(CacheError) {
         let entry = StoredEntry.variants(names)
         try? self.memory?.set(entry, forKey: url, cost: Self.cost(of: entry))
         try self.write(entry, forKey: url)
@@ -85,31 +90,33 @@ struct ResponseStore: Sendable {
     }
 
     /// Removes what is stored under `url`. Variants become unreachable and age out.
-    func remove(_ url: String) throws(CacheError) {
+    func remove(_ url: ResponseKey) throws(CacheError) {
         _ = self.memory?.removeValue(forKey: url)
-        try self.disk?.removeValue(forKey: url)
+        try self.disk?.removeValue(forKey: url.string)
     }
 
-    private func entry(_ key: String) throws(CacheError) -> (StoredEntry, StorageTier)? {
+    private func entry(_ key: ResponseKey) throws(CacheError) -> (StoredEntry, StorageTier)? {
         if let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
-        guard let disk = self.disk, let stored = try disk.entry(forKey: key) else { return nil }
+        guard let disk = self.disk else { return nil }
+        let diskKey = key.string
+        guard let stored = try disk.entry(forKey: diskKey) else { return nil }
         guard let entry = Self.decode(stored) else {
             // Metadata this version cannot read: the entry is of no use.
-            try disk.removeValue(forKey: key)
+            try disk.removeValue(forKey: diskKey)
             return nil
         }
         try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         return (entry, .disk)
     }
 
-    private func write(_ entry: StoredEntry, forKey key: String) throws(CacheError) {
+    private func write(_ entry: StoredEntry, forKey key: ResponseKey) throws(CacheError) {
         switch entry {
         case .response(let response):
-            try self.disk?.set(response.body, forKey: key, metadata: response.stored.encoded())
+            try self.disk?.set(response.body, forKey: key.string, metadata: response.stored.encoded())
         case .variants(let names):
             try self.disk?.set(
                 Data(),
-                forKey: key,
+                forKey: key.string,
                 metadata: Data((Self.variantsMagic + names.joined(separator: "\n")).utf8)
             )
         }

@@ -160,4 +160,36 @@ struct StoredResponseTests {
         )
         #expect(varied == "https://example.com/a\naccept-language: fr")
     }
+
+    @Test("a request's key, made of its parts, equals and hashes as the key string it spells")
+    func responseKeys() throws {
+        let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/a?b=c")
+        let parts = try #require(ResponseKey(of: request))
+        let whole = ResponseKey("https://example.com/a?b=c")
+        #expect(parts == whole && whole == parts)
+        #expect(parts.hashValue == whole.hashValue)
+        #expect(parts.string == "https://example.com/a?b=c")
+        // A request not in key form has the key of its normalized URL.
+        let spelled = HTTPRequest(method: .get, scheme: "HTTPS", authority: "Example.com:443", path: "/a?b=c")
+        #expect(ResponseKey(of: spelled) == parts)
+        #expect(
+            ResponseKey(of: HTTPRequest(method: .get, scheme: "http", authority: "example.com", path: "/a?b=c"))
+                != parts
+        )
+        #expect(
+            ResponseKey(of: HTTPRequest(method: .get, scheme: "https", authority: "example.co", path: "m/a?b=c"))
+                != parts
+        )
+        #expect(ResponseKey(of: HTTPRequest(method: .get, scheme: "ftp", authority: "example.com", path: "/a")) == nil)
+        // Variants of either form agree with CacheKey's.
+        let french = Messages.request([("Accept-Language", "fr")])
+        let variant = parts.variant(names: ["accept-language"], request: french)
+        #expect(variant == whole.variant(names: ["accept-language"], request: french))
+        #expect(variant.hashValue == whole.variant(names: ["accept-language"], request: french).hashValue)
+        #expect(variant.string == CacheKey.variant(of: whole.string, names: ["accept-language"], request: french))
+        #expect(variant != parts)
+        // A key transform applies to the key string.
+        let transformed = ResponseKey(of: request) { $0.replacingOccurrences(of: "?b=c", with: "") }
+        #expect(transformed == ResponseKey("https://example.com/a"))
+    }
 }
