@@ -68,12 +68,12 @@ public final class ImagePipeline: Sendable {
     ///   - loader: Loads the originals' bytes, with its own caches.
     ///   - variants: Where processed variants' bytes are kept, usually a ``DiskCache`` of its own;
     ///     `nil` to keep them in memory only.
-    ///   - now: The wall clock by which variants expire. Tests inject one.
+    ///   - now: The wall clock by which variants expire. Default: `WallClock.now`. Tests inject one.
     public init(
         loader: ResourceLoader,
         variants: (any DataCaching)?,
         configuration: Configuration = Configuration(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = WallClock.now
     ) throws(CacheError) {
         guard configuration.maximumConcurrentDecodes > 0 else {
             throw CacheError(.invalidConfiguration, "maximumConcurrentDecodes must be at least 1.")
@@ -113,10 +113,13 @@ public final class ImagePipeline: Sendable {
         }
     }
 
-    /// Waits until the variants made so far are on disk, and requests whose callers all went
-    /// have stopped. Call it before the process exits.
+    /// Waits until the variants made so far, and the originals the loader loaded for them, are
+    /// on disk, and requests whose callers all went have stopped. Call it before the process
+    /// exits.
     public func waitForBackgroundWork() async {
+        // The pipeline's own work may still load originals: it goes first.
         await self.pending.waitUntilIdle()
+        await self.loader.waitForBackgroundWork()
     }
 
     /// What one flight does: the variant from disk, else the original loaded and processed.

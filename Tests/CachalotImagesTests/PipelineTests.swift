@@ -8,7 +8,9 @@ import Foundation
 import HTTPTypes
 import Testing
 
-/// The image pipeline against a real origin on 127.0.0.1.
+/// The image pipeline against a real origin on 127.0.0.1. Each test waits for its pipelines'
+/// background work before it ends: a disk write that outlived the test would make its removed
+/// directory again.
 @Suite("Image pipeline", .timeLimit(.minutes(1)))
 struct PipelineTests {
     let directory: TemporaryDirectory
@@ -62,6 +64,9 @@ struct PipelineTests {
 
         await first.waitForBackgroundWork()
         #expect(try variants.contains(ImagePipeline.key(for: url, processors: [thumbnail])))
+        // So is the original, on the loader's disk.
+        let originals = try DiskCache(directory: self.directory.url.appending(path: "originals"))
+        #expect(try originals.contains(#require(CacheKey.url(of: url))))
         let (second, _) = try self.pipeline()
         let again = try await second.image(for: url, processors: [thumbnail])
         #expect(again.width == 64 && again.height == 48)
@@ -70,6 +75,7 @@ struct PipelineTests {
         let original = try await second.image(for: url)
         #expect(original.width == 640 && second.memory.totalCost == again.cost + original.cost)
         #expect(origin.requests.count == 1)
+        await second.waitForBackgroundWork()
     }
 
     @Test("the memory tier holds bitmaps by bytesPerRow × height, within its limit")
@@ -84,6 +90,7 @@ struct PipelineTests {
         for index in 1...11 { _ = try await pipeline.image(for: origin.url("/\(index).png")) }
         #expect(pipeline.memory.totalCost <= 200_000 && pipeline.memory.count <= 10)
         #expect(pipeline.memory.totalCost == pipeline.memory.count * 20_000)
+        await pipeline.waitForBackgroundWork()
     }
 
     @Test("identical requests in flight share one load and one processing")
@@ -111,6 +118,7 @@ struct PipelineTests {
         #expect(results.count == 8 && Set(results.map(\.width)) == [32])
         #expect(runs.count == 1)
         #expect(origin.requests.count == 1)
+        await pipeline.waitForBackgroundWork()
     }
 
     /// A processor that says it started, then holds its thread until released.
@@ -181,6 +189,7 @@ struct PipelineTests {
         }
         let stored = try variants.count
         #expect(pipeline.memory.count == 0 && stored == 0)
+        await pipeline.waitForBackgroundWork()
     }
 
     @Test("a variant lasts as long as its original was fresh; then it is made again from the origin")
@@ -205,5 +214,6 @@ struct PipelineTests {
         let (third, _) = try self.pipeline(now: { clock.now })
         _ = try await third.image(for: url, processors: [Counted(runs: runs)])
         #expect(runs.count == 2)
+        await third.waitForBackgroundWork()
     }
 }

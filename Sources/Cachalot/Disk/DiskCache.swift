@@ -87,7 +87,12 @@ public final class DiskCache: DataCaching {
     }
 
     deinit {
-        try? self.flushAccesses()
+        // Uses not yet in the journal go there, unless the directory was deleted or made again
+        // since: its entries went with it, and a cache going away does not make it again.
+        let hasAccesses = self.accesses.withLock { !$0.isEmpty }
+        if hasAccesses, (try? self.isLockingCurrentLockFile) == true {
+            try? self.flushAccesses()
+        }
         self.state.withLock { state in
             state.journal.close()
             FileIO.closeDescriptor(state.lockDescriptor)

@@ -44,6 +44,8 @@ public final class ResourceLoader: Sendable {
     private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
     /// Runs, background revalidations and disk writes not yet done.
     private let pending: PendingWork
+    /// Responses stored in memory, on their way to disk in the order they were stored.
+    private let writes: OrderedWrites
 
     /// Makes a loader.
     ///
@@ -51,14 +53,15 @@ public final class ResourceLoader: Sendable {
     ///   - configuration: Rules, policy, limits; see ``Configuration`` for the defaults.
     ///   - transport: What sends requests.
     ///   - disk: The disk tier, usually a ``DiskCache``; `nil` for none.
-    ///   - now: The wall clock by which responses age. Default: the system's. Tests inject one.
+    ///   - now: The wall clock by which responses age. Default: ``WallClock/now()``, the
+    ///     system's read to the kernel's tick, as fine as HTTP's whole seconds need. Tests inject one.
     ///   - logger: Where the loader logs, at debug level. Default: nowhere.
     /// - Throws: ``CacheError`` if the configuration is invalid.
     public init(
         configuration: Configuration = Configuration(),
         transport: any HTTPTransport,
         disk: (any DataCaching)? = nil,
-        now: @escaping @Sendable () -> Date = { Date() },
+        now: @escaping @Sendable () -> Date = WallClock.now,
         logger: Logger = Logger(label: "cachalot", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(CacheError) {
         try configuration.validate()
@@ -77,6 +80,7 @@ public final class ResourceLoader: Sendable {
         self.hosts = hosts
         let pending = PendingWork()
         self.pending = pending
+        self.writes = OrderedWrites(counting: pending)
         self.coalescer = Coalescer(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
         let limit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
@@ -458,7 +462,7 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Stores `response` in memory now, and on disk once the run's callers have their answer:
-    /// a miss does not wait for the disk.
+    /// a miss does not wait for the disk. Disk writes are made in the order of this call.
     private func save(
         _ response: CachedResponse,
         key: ResponseKey,
@@ -466,16 +470,15 @@ public final class ResourceLoader: Sendable {
         run: Coalescer<Resource>.Run
     ) {
         let write = self.store.store(response, url: key, request: request)
-        self.pending.begin()
-        run.afterAnswering.add { [pending, logger, counters] in
+        self.writes.enqueue { [logger, counters] in
             do {
                 try write.perform()
             } catch {
                 counters.storageFailure()
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
-            pending.end()
         }
+        run.afterAnswering.add { [writes] in writes.drain() }
     }
 
     /// Starts revalidating `cached` unless a background revalidation of `key` is running.

@@ -100,8 +100,11 @@ struct ResponseKey: Hashable, Sendable {
     private static func bytesEqual(_ left: String, _ right: String) -> Bool {
         left.withBorrowedUTF8 { left in
             right.withBorrowedUTF8 { right in
+                // The same storage (a stored key made from the very string asked for) needs no
+                // comparing, as `String`'s own `==` knows.
                 left.count == right.count
-                    && (left.isEmpty || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+                    && (left.isEmpty || left.baseAddress == right.baseAddress
+                        || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
             }
         }
     }

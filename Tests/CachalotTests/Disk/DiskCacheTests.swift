@@ -213,6 +213,32 @@ struct DiskCacheTests {
         #expect(try cache.count == 1)
     }
 
+    @Test("uses noted since the last change reach the journal when the cache is released")
+    func accessesFlushedOnRelease() throws {
+        let calendar = Calendar()
+        do {
+            let cache = try self.open(sizeLimit: 30_000, calendar: calendar)
+            for index in 0..<3 { try cache.set(Data(count: 9_000), forKey: "key-\(index)") }
+            calendar.advance(by: 1)
+            _ = try cache.data(forKey: "key-0")  // noted in memory only, until released
+        }
+        // Reopened, the cache evicts by the use before the release: key-1 is the oldest now.
+        let cache = try self.open(sizeLimit: 30_000, calendar: calendar)
+        try cache.set(Data(count: 9_000), forKey: "key-3")
+        #expect(try cache.contains("key-0"))
+        #expect(try !cache.contains("key-1"))
+    }
+
+    @Test("a cache released after its directory was deleted does not make the directory again")
+    func releasedAfterDeletion() throws {
+        var cache: DiskCache? = try self.open()
+        try cache?.set(Data("a".utf8), forKey: "a")
+        _ = try cache?.data(forKey: "a")  // a use not yet in the journal
+        try FileManager.default.removeItem(at: self.directory.url)
+        cache = nil
+        #expect(!FileManager.default.fileExists(atPath: self.directory.path))
+    }
+
     @Test("after the directory is deleted, caches on it lock the same new lock file and agree")
     func deletedDirectoryWithTwoCaches() throws {
         let first = try self.open()

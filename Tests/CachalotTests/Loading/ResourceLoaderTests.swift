@@ -10,6 +10,8 @@ import Testing
 
 @testable import Cachalot
 
+/// Each test waits for its loaders' background work before it ends: a disk write that outlived
+/// the test would make its removed directory again.
 @Suite("ResourceLoader against a real origin on 127.0.0.1", .timeLimit(.minutes(1)))
 struct ResourceLoaderTests {
     let clock = ManualWallClock()
@@ -55,6 +57,7 @@ struct ResourceLoaderTests {
         let statistics = loader.statistics
         #expect(statistics.requests == 2 && statistics.misses == 1 && statistics.memoryHits == 1)
         #expect(statistics.bytesFromNetwork == 5 && statistics.bytesFromCache == 5)
+        await other.waitForBackgroundWork()
     }
 
     @Test("a stale response is validated with its ETag; a 304 refreshes the head and keeps the body")
@@ -115,6 +118,7 @@ struct ResourceLoaderTests {
         #expect(answer.source == .network && answer.body == Data("new".utf8))
         #expect(try await loader.load(origin.url("/r")).body == Data("new".utf8))
         #expect(origin.requests.count == 2)
+        await loader.waitForBackgroundWork()
     }
 
     @Test("1,000 concurrent loads of one URL reach the origin once")
@@ -165,6 +169,7 @@ struct ResourceLoaderTests {
         gate.open()
         #expect(try await staying.value.body == Data("kept".utf8))
         #expect(origin.requests.count == 1)
+        await loader.waitForBackgroundWork()
     }
 
     @Test("when the last caller cancels, the request is cancelled")
@@ -206,6 +211,7 @@ struct ResourceLoaderTests {
         var request = HTTPRequest(method: .get, url: origin.url("/other"))
         request.headerFields[.cacheControl] = "only-if-cached"
         #expect(try await loader.load(request, policy: .useProtocolCachePolicy).response.status == .gatewayTimeout)
+        await loader.waitForBackgroundWork()
     }
 
     @Test("a body shorter than its Content-Length fails the load and is not stored")
@@ -301,6 +307,7 @@ struct ResourceLoaderTests {
         #expect(post.source == .network)
         #expect(try await loader.load(origin.url("/item")).source == .network)
         #expect(origin.requests.map(\.method) == [.get, .post, .get])
+        await loader.waitForBackgroundWork()
     }
 
     @Test("Vary: each value of the named field has its own stored variant")
@@ -340,6 +347,7 @@ struct ResourceLoaderTests {
         _ = try await loader.load(origin.url("/img.png?token=1"))
         #expect(try await loader.load(origin.url("/img.png?token=2")).source == .memory)
         #expect(origin.requests.count == 1)
+        await loader.waitForBackgroundWork()
     }
 
     @Test("progress reports the bytes received against Content-Length")
@@ -381,6 +389,7 @@ struct ResourceLoaderTests {
         gate.open()
         _ = try await (blocker.value, low.value, high.value)
         #expect(origin.requests.map(\.path) == ["/cached", "/blocker", "/high", "/low"])
+        await loader.waitForBackgroundWork()
     }
 
     @Test("a response that cannot be stored is answered all the same, and counted")
@@ -410,6 +419,7 @@ struct ResourceLoaderTests {
         #expect(try metrics.expectCounter("loader.misses").totalValue == 1)
         #expect(try metrics.expectCounter("loader.hits", [("tier", "memory")]).totalValue == 1)
         #expect(try metrics.expectCounter("loader.bytes", [("source", "network")]).totalValue == 1)
+        await loader.waitForBackgroundWork()
     }
 }
 
