@@ -2,6 +2,7 @@ import Cachalot
 import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -14,25 +15,28 @@ import FoundationNetworking
 /// let loader = try ResourceLoader(transport: URLSessionTransport(), disk: disk)
 /// ```
 ///
-/// The body arrives whole before the answer is returned (`URLSession`'s streaming of bytes is
-/// not available on Linux), so progress is reported once, at the end.
-public struct URLSessionTransport: HTTPTransport {
-    /// The session that sends requests.
-    public let session: URLSession
+/// The answer comes back as soon as the response head arrives, and its body as the network
+/// delivers it, so that a loader reports progress and writes a large body to disk as it comes.
+/// `URLSession`'s own streaming (`bytes(for:)`) is not on Linux, so the transport makes its
+/// session with a delegate of its own, which hands each task's head and pieces over.
+public final class URLSessionTransport: HTTPTransport {
+    private let session: URLSession
+    private let exchanges = Exchanges()
 
-    /// Creates a transport on a session of its own: ephemeral, without a `URLCache`, ignoring
-    /// any locally cached data.
-    public init() {
-        let configuration = URLSessionConfiguration.ephemeral
+    /// Creates a transport on a session of its own made with `configuration` (by default an
+    /// ephemeral one), without a `URLCache` and ignoring any locally cached data whatever the
+    /// configuration says: otherwise Foundation could answer before Cachalot sees the request.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        // A copy: the caller's configuration is left as it was.
+        let configuration = configuration.copy() as! URLSessionConfiguration
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        self.init(session: URLSession(configuration: configuration))
+        self.session = URLSession(configuration: configuration, delegate: self.exchanges, delegateQueue: nil)
     }
 
-    /// Creates a transport on `session`. Its configuration should have no `URLCache`, or
-    /// Foundation may answer from its cache before Cachalot sees the request.
-    public init(session: URLSession) {
-        self.session = session
+    deinit {
+        // The session keeps its delegate until it is invalidated.
+        self.session.finishTasksAndInvalidate()
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
@@ -40,15 +44,86 @@ public struct URLSessionTransport: HTTPTransport {
             throw LoadError(.invalidRequest, "The request has no absolute URL to send to.")
         }
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        let (data, urlResponse) =
+        let task: URLSessionDataTask =
             if let body {
-                try await self.session.upload(for: urlRequest, from: body)
+                self.session.uploadTask(with: urlRequest, from: body)
             } else {
-                try await self.session.data(for: urlRequest)
+                self.session.dataTask(with: urlRequest)
             }
-        guard let response = (urlResponse as? HTTPURLResponse)?.httpResponse else {
-            throw LoadError(.transport, "URLSession answered without an HTTP response.")
+        let (pieces, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        // A body no longer read (its reader finished early or was cancelled) stops the task.
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { task.cancel() }
         }
-        return HTTPTransportResponse(response: response, body: HTTPBody([data]))
+        let head = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { head in
+                self.exchanges.begin(task, head: head, body: continuation)
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        guard let response = head.httpResponse else {
+            task.cancel()
+            throw LoadError(.transport, "URLSession answered with a response head HTTPTypes cannot represent.")
+        }
+        return HTTPTransportResponse(response: response, body: HTTPBody(pieces) { $0 })
+    }
+}
+
+/// The session's delegate: hands each task's response head to the caller waiting for it, and
+/// its body, piece by piece, to the stream the caller reads.
+private final class Exchanges: NSObject, URLSessionDataDelegate, Sendable {
+    private struct Exchange {
+        /// The caller waiting for the head; `nil` once it has it.
+        var head: CheckedContinuation<HTTPURLResponse, any Error>?
+        let body: AsyncThrowingStream<Data, any Error>.Continuation
+    }
+
+    private let exchanges = Mutex<[Int: Exchange]>([:])
+
+    func begin(
+        _ task: URLSessionTask,
+        head: CheckedContinuation<HTTPURLResponse, any Error>,
+        body: AsyncThrowingStream<Data, any Error>.Continuation
+    ) {
+        self.exchanges.withLock { $0[task.taskIdentifier] = Exchange(head: head, body: body) }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let head = self.exchanges.withLock { exchanges in
+            defer { exchanges[dataTask.taskIdentifier]?.head = nil }
+            return exchanges[dataTask.taskIdentifier]?.head
+        }
+        guard let response = response as? HTTPURLResponse else {
+            completionHandler(.cancel)
+            head?.resume(throwing: LoadError(.transport, "URLSession answered without an HTTP response."))
+            return
+        }
+        completionHandler(.allow)
+        head?.resume(returning: response)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let body = self.exchanges.withLock { $0[dataTask.taskIdentifier]?.body }
+        body?.yield(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let exchange = self.exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            exchange.head?.resume(throwing: error)
+            exchange.body.finish(throwing: error)
+        } else {
+            exchange.head?.resume(
+                throwing: LoadError(.transport, "URLSession finished the request without a response head.")
+            )
+            exchange.body.finish()
+        }
     }
 }

@@ -1,6 +1,7 @@
 import CachalotAsyncHTTPClient
 import CachalotTestOrigin
 import CachalotTesting
+import CachalotURLSession
 import Foundation
 import HTTPTypes
 import Testing
@@ -16,14 +17,14 @@ struct LargeBodyTests {
         self.directory = try TemporaryDirectory()
     }
 
-    func makeLoader(threshold: Int = 64 << 10) throws -> (ResourceLoader, DiskCache) {
+    func makeLoader(
+        threshold: Int = 64 << 10,
+        transport: any HTTPTransport = AsyncHTTPClientTransport()
+    ) throws -> (ResourceLoader, DiskCache) {
         let disk = try DiskCache(directory: self.directory.url)
         return (
-            try ResourceLoader(
-                configuration: .init(streamingThreshold: threshold),
-                transport: AsyncHTTPClientTransport(),
-                disk: disk
-            ), disk
+            try ResourceLoader(configuration: .init(streamingThreshold: threshold), transport: transport, disk: disk),
+            disk
         )
     }
 
@@ -62,12 +63,17 @@ struct LargeBodyTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    @Test("a body above the threshold is answered mapped from its file, stored, and whole")
-    func streamedAndStored() async throws {
+    @Test(
+        "a body above the threshold is answered mapped from its file, stored, and whole, through either transport",
+        arguments: [false, true]
+    )
+    func streamedAndStored(throughURLSession: Bool) async throws {
         let body = self.body
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: body) }
         defer { origin.stop() }
-        let (loader, disk) = try self.makeLoader()
+        let (loader, disk) = try self.makeLoader(
+            transport: throughURLSession ? URLSessionTransport() : AsyncHTTPClientTransport()
+        )
         let progress = Countdown()
         let first = try await loader.load(origin.url("/big"), progress: { _ in progress.increment() })
         #expect(first.source == .network)

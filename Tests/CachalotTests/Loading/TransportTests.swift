@@ -36,6 +36,26 @@ struct TransportTests {
         #expect(origin.requests.first?.path == "/things?a=1")
     }
 
+    @Test("each transport returns the head and the body's first pieces before the body has ended", arguments: [0, 1])
+    func streamsTheBody(transport: Int) async throws {
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(data: Data(count: 200_000))
+            // The origin sends a quarter of the body, then nothing until the client goes.
+            reply.stall = (after: 50_000, reached: {})
+            return reply
+        }
+        defer { origin.stop() }
+        let request = HTTPRequest(method: .get, url: origin.url("/long"))
+        let reply = try await Self.transports[transport]().send(request, body: nil)
+        #expect(reply.response.headerFields[.contentLength] == "200000")
+        var received = 0
+        for try await piece in reply.body {
+            received += piece.count
+            if received >= 50_000 { break }
+        }
+        #expect(received == 50_000)
+    }
+
     @Test("neither transport caches: two identical requests both reach the origin", arguments: [0, 1])
     func noCacheOfItsOwn(transport: Int) async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "x") }
