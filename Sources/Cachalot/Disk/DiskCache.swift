@@ -101,7 +101,8 @@ public final class DiskCache: DataCaching {
 
     // MARK: - Reading
 
-    /// The entry stored for `key` with its metadata, or `nil`.
+    /// The entry stored for `key` with its metadata, or `nil`. The body of an entry file of
+    /// 8 MiB or more is mapped from the file rather than read.
     ///
     /// - Throws: ``CacheError`` if the file exists but cannot be read (permissions, I/O error).
     ///   A damaged file is not an error: it is removed and `nil` is returned.

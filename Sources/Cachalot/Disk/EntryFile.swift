@@ -77,6 +77,13 @@ enum EntryFile {
     /// takes an `fstat` and a second read for the rest.
     static let firstReadSize = 64 * 1024
 
+    /// Files of this size or more are mapped rather than read: their body's pages are the page
+    /// cache's, loaded as they are touched, not a copy in the process's memory. It is the
+    /// loader's default threshold for writing a body to disk as it arrives. Entry files are
+    /// never changed in place (a set renames a new file over the old one), so a mapping keeps
+    /// the bytes it was made with.
+    static let mappingThreshold = 8 << 20
+
     /// Reads the whole entry from its open file; `expectedKey`, when given, must be the key in
     /// it. `path` names the file in errors.
     static func read(
@@ -92,6 +99,9 @@ enum EntryFile {
         if size == buffer.count {
             let (fileSize, isRegular) = try FileIO.size(of: descriptor, path: path())
             guard isRegular, fileSize >= size else { return .invalid }
+            if fileSize >= Self.mappingThreshold {
+                return try Self.readMapped(descriptor, fileSize: fileSize, path: path(), expectedKey: expectedKey)
+            }
             buffer = UnsafeMutableRawBufferPointer(start: realloc(buffer.baseAddress, fileSize)!, count: fileSize)
             let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[size...])
             size += try FileIO.readFully(descriptor, into: rest, at: size, path: path())
@@ -100,11 +110,55 @@ enum EntryFile {
             // Give back what the file did not fill (glibc shrinks in place).
             buffer = UnsafeMutableRawBufferPointer(start: realloc(buffer.baseAddress, max(size, 1))!, count: size)
         }
-        guard let layout = Self.layout(of: UnsafeRawBufferPointer(buffer), fileSize: size) else { return .invalid }
+        return Self.contents(of: UnsafeRawBufferPointer(buffer), expectedKey: expectedKey) { body in
+            owned = false
+            // The body's Data frees the whole buffer. The 8 bytes before the body (the end of
+            // the header, key or metadata, all read by now) keep how far the buffer starts
+            // before it, so that the deallocator captures nothing: a capturing one costs an
+            // allocation more.
+            let bodyStart = buffer.baseAddress! + body.lowerBound
+            (bodyStart - 8).storeBytes(of: body.lowerBound, as: Int.self)
+            return Data(
+                bytesNoCopy: bodyStart,
+                count: body.count,
+                deallocator: .custom { start, _ in free(start - start.loadUnaligned(fromByteOffset: -8, as: Int.self)) }
+            )
+        }
+    }
+
+    /// Reads a large entry from its open file by mapping it; its body stays mapped.
+    private static func readMapped(
+        _ descriptor: Int32,
+        fileSize: Int,
+        path: String,
+        expectedKey: String?
+    ) throws(CacheError) -> Reading {
+        let file = try FileIO.map(descriptor, count: fileSize, path: path)
+        var owned = true
+        defer { if owned { munmap(UnsafeMutableRawPointer(mutating: file.baseAddress), fileSize) } }
+        return Self.contents(of: file, expectedKey: expectedKey) { body in
+            owned = false
+            return Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: file.baseAddress! + body.lowerBound),
+                count: body.count,
+                deallocator: .custom { _, _ in munmap(UnsafeMutableRawPointer(mutating: file.baseAddress), fileSize) }
+            )
+        }
+    }
+
+    /// The contents of a whole entry file held in `file`, its body as `body` makes it from its
+    /// range in `file` (called only for a valid file); `.invalid` if the file is damaged or, with
+    /// `expectedKey`, another key's.
+    private static func contents(
+        of file: UnsafeRawBufferPointer,
+        expectedKey: String?,
+        body: (Range<Int>) -> Data
+    ) -> Reading {
+        guard let layout = Self.layout(of: file, fileSize: file.count) else { return .invalid }
         let key: String
         if var expectedKey {
             // Compare the bytes: no new string for the usual case of a match.
-            let stored = UnsafeRawBufferPointer(rebasing: buffer[layout.key])
+            let stored = UnsafeRawBufferPointer(rebasing: file[layout.key])
             let isMatch = expectedKey.withUTF8 { expected in
                 expected.count == stored.count
                     && (expected.isEmpty || memcmp(expected.baseAddress!, stored.baseAddress!, stored.count) == 0)
@@ -112,23 +166,20 @@ enum EntryFile {
             guard isMatch else { return .invalid }
             key = expectedKey
         } else {
-            key = String(decoding: buffer[layout.key], as: UTF8.self)
+            key = String(decoding: file[layout.key], as: UTF8.self)
         }
         let metadata =
             layout.metadata.isEmpty
-            ? Data() : Data(bytes: buffer.baseAddress! + layout.metadata.lowerBound, count: layout.metadata.count)
-        let bodyStart = buffer.baseAddress! + layout.body.lowerBound
-        owned = false
-        // The body's Data frees the whole buffer. The 8 bytes before the body (the end of the
-        // header, key or metadata, all read by now) keep how far the buffer starts before it,
-        // so that the deallocator captures nothing: a capturing one costs an allocation more.
-        (bodyStart - 8).storeBytes(of: layout.body.lowerBound, as: Int.self)
-        let body = Data(
-            bytesNoCopy: bodyStart,
-            count: layout.body.count,
-            deallocator: .custom { start, _ in free(start - start.loadUnaligned(fromByteOffset: -8, as: Int.self)) }
+            ? Data() : Data(bytes: file.baseAddress! + layout.metadata.lowerBound, count: layout.metadata.count)
+        return .valid(
+            Contents(
+                key: key,
+                metadata: metadata,
+                body: body(layout.body),
+                created: layout.created,
+                fileSize: file.count
+            )
         )
-        return .valid(Contents(key: key, metadata: metadata, body: body, created: layout.created, fileSize: size))
     }
 
     /// Reads only the header, key and metadata of the entry at `path`, checking that the file's

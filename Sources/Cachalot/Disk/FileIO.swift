@@ -157,13 +157,19 @@ enum FileIO {
         return descriptor
     }
 
+    /// Maps the first `count` bytes of the open file, read-only; the caller unmaps them.
+    static func map(_ descriptor: Int32, count: Int, path: String) throws(CacheError) -> UnsafeRawBufferPointer {
+        guard let base = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), base != MAP_FAILED else {
+            throw Self.error("map", path, errno)
+        }
+        return UnsafeRawBufferPointer(start: base, count: count)
+    }
+
     /// Maps `count` bytes of the open file from its start, read-only; `body` gets the bytes from
     /// `offset` as `Data` that unmaps them when it goes.
     static func mapped(_ descriptor: Int32, count: Int, from offset: Int, path: String) throws(CacheError) -> Data {
         guard count > offset else { return Data() }
-        guard let base = mmap(nil, count, PROT_READ, MAP_SHARED, descriptor, 0), base != MAP_FAILED else {
-            throw Self.error("map", path, errno)
-        }
+        let base = UnsafeMutableRawPointer(mutating: try Self.map(descriptor, count: count, path: path).baseAddress!)
         return Data(
             bytesNoCopy: base + offset,
             count: count - offset,

@@ -113,22 +113,27 @@ struct DiskCacheTests {
     }
 
     @Test(
-        "files just under, at and over the first read's size read back whole, and cut short read as nothing",
-        arguments: [-1, 0, 1, 3 * EntryFile.firstReadSize]
+        "files around the first read's size and the mapping threshold read back whole, and cut short read as nothing",
+        arguments: [
+            EntryFile.firstReadSize - 1, EntryFile.firstReadSize, EntryFile.firstReadSize + 1,
+            4 * EntryFile.firstReadSize, EntryFile.mappingThreshold - 1, EntryFile.mappingThreshold,
+        ]
     )
-    func firstReadBoundary(beyondFirstRead: Int) throws {
-        let cache = try self.open(sizeLimit: 1 << 24)
+    func readBoundaries(fileSize: Int) throws {
+        let cache = try self.open(sizeLimit: 1 << 26)
         let key = "k"
-        // The file's size is the first read's size plus `beyondFirstRead`.
-        let bodyLength = EntryFile.firstReadSize + beyondFirstRead - EntryFile.headerSize - key.utf8.count
+        let bodyLength = fileSize - EntryFile.headerSize - key.utf8.count
         let body = Data((0..<bodyLength).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
         try cache.set(body, forKey: key)
         let path = self.entryPath(key)
-        #expect(try self.fileSize(path) == EntryFile.firstReadSize + beyondFirstRead)
-        #expect(try cache.data(forKey: key) == body)
+        #expect(try self.fileSize(path) == fileSize)
+        let read = try #require(try cache.data(forKey: key))
+        #expect(read == body)
+        // A large body stays in the page cache, mapped; a smaller one is read.
+        #expect(FileMappings.isMapped(read, fromUnder: self.directory.path) == (fileSize >= EntryFile.mappingThreshold))
 
         let handle = try #require(FileHandle(forUpdatingAtPath: path))
-        try handle.truncate(atOffset: UInt64(EntryFile.firstReadSize + beyondFirstRead - 1))
+        try handle.truncate(atOffset: UInt64(fileSize - 1))
         try handle.close()
         #expect(try cache.data(forKey: key) == nil)
         #expect(!FileManager.default.fileExists(atPath: path))

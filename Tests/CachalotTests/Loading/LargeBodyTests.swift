@@ -28,39 +28,10 @@ struct LargeBodyTests {
         )
     }
 
-    /// Whether `data`'s bytes lie in a mapping of a file under the cache directory, by
-    /// /proc/self/maps: then they were not read into memory. The kernel writes that file a
-    /// piece per read, so a line can go missing while other threads map and unmap; a few
-    /// readings make that unlikely.
+    /// Whether `data`'s bytes lie in a mapping of a file under the cache directory: then they
+    /// were not read into memory.
     func isMappedFromCache(_ data: Data) -> Bool {
-        for _ in 0..<5 where self.isMappedFromCacheOnce(data) { return true }
-        return false
-    }
-
-    private func isMappedFromCacheOnce(_ data: Data) -> Bool {
-        let address = data.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
-        return Self.readAll("/proc/self/maps").split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            let bounds = fields[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
-            return bounds.count == 2 && (bounds[0]..<bounds[1]).contains(address) && fields.count >= 6
-                && fields[5].hasPrefix(self.directory.path)
-        }
-    }
-
-    /// The whole of a file read to its end: a /proc file reports size 0, so readers that trust
-    /// the size can stop early.
-    static func readAll(_ path: String) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return "" }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            bytes.append(contentsOf: buffer[0..<count])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        FileMappings.isMapped(data, fromUnder: self.directory.path)
     }
 
     @Test(
