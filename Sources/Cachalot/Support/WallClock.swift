@@ -10,7 +10,7 @@ import Musl
 ///
 /// HTTP dates and ages are whole seconds, so a loader's default clock is the kernel's coarse
 /// clock on Linux: the time of its last tick, a few milliseconds behind at most, for a fraction
-/// of the cost of a precise reading (which was about a sixteenth of a memory hit's time).
+/// of the cost of a precise reading (measured at about 8 % of a memory hit's time).
 public enum WallClock {
     /// The present, to within the kernel's tick on Linux; `Date()` elsewhere.
     public static func now() -> Date {
