@@ -152,6 +152,8 @@ def loader(results):
     same_iteration = [
         ("memory hit through the loader, against a MemoryCache get",
          "memory hit through the loader against a MemoryCache get, same iteration", "≤ 3×"),
+        ("the same, against a MemoryCache get with its key built from the request",
+         "memory hit through the loader against a MemoryCache get keyed from the request, same iteration", "report"),
         ("fresh disk hit through the loader (no memory tier), against a DiskCache get",
          "fresh disk hit through the loader against a DiskCache get, same iteration", "≤ 1.3×"),
         ("the same, with the answer's head read (its fields decoded)",
