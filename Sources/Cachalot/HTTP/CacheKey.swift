@@ -5,9 +5,10 @@ import HTTPTypes
 ///
 /// A response is stored under its URL (RFC 9111 §4), written the same way whatever the
 /// request's spelling: scheme and host in lowercase, a default port dropped, a path that does
-/// not start with `/` (an empty one, say) given one, the query kept whole. A response with `Vary` is stored under the URL together with the
-/// request's values of the fields it names, so that one URL can hold a variant per value; the
-/// URL's own key then holds the names, so that a later request can build its variant's key.
+/// not start with `/` (an empty one, say) given one, the query kept whole. A response with
+/// `Vary` is stored under the URL together with the request's values of the fields it names, so
+/// that one URL can hold a variant per value; the URL's own key then holds the names, so that a
+/// later request can build its variant's key.
 public enum CacheKey {
     /// The URL of `request` in the form keys use, or `nil` if it has no scheme or authority.
     public static func url(of request: HTTPRequest) -> String? {
