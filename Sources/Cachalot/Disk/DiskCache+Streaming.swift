@@ -21,6 +21,8 @@ extension DiskCache {
         private let path: String
         /// Open until the writer commits or is discarded.
         private var descriptor: Int32?
+        /// Of the body appended so far.
+        private var checksum = BodyChecksum()
 
         /// The body bytes appended so far.
         public private(set) var bodyLength = 0
@@ -34,7 +36,13 @@ extension DiskCache {
             self.descriptor = descriptor
             self.path = path
             // A header that says "no body" until the commit writes the real length.
-            let prefix = EntryFile.prefix(key: key, metadata: metadata, bodyLength: 0, created: self.created)
+            let prefix = EntryFile.prefix(
+                key: key,
+                metadata: metadata,
+                bodyLength: 0,
+                bodyChecksum: BodyChecksum().value,
+                created: self.created
+            )
             self.prefixLength = prefix.count
             do {
                 try FileIO.writeAll(descriptor, prefix, at: nil, path: path)
@@ -63,6 +71,7 @@ extension DiskCache {
                 throw error
             }
             self.bodyLength += chunk.count
+            self.checksum.update(chunk)
         }
 
         /// Makes the entry visible: completes its header, renames it into place, and evicts
@@ -83,6 +92,7 @@ extension DiskCache {
                 key: self.key,
                 metadata: self.metadata,
                 bodyLength: self.bodyLength,
+                bodyChecksum: self.checksum.value,
                 created: self.created
             )
             do throws(CacheError) {
@@ -126,6 +136,11 @@ extension DiskCache {
     /// Reads one entry's body in pieces from its open file, so a large body is never in memory
     /// whole. The reader keeps the file it opened: if the entry is replaced or removed meanwhile,
     /// it goes on reading the entry as it was when opened.
+    ///
+    /// The body is verified against its checksum as it is read, so damage is known only at the
+    /// end: the read that reaches it throws instead of returning the last piece, and the entry is
+    /// removed. A caller that passes pieces on before the end must treat that error as a body
+    /// that broke off.
     public final class BodyReader {
         /// The key of the entry.
         public let key: String
@@ -136,14 +151,19 @@ extension DiskCache {
         /// The length of the whole body.
         public let bodyLength: Int
 
+        private let cache: DiskCache
         private let descriptor: Int32
         private let path: String
         private var offset: Int
         private let end: Int
+        private let expectedChecksum: UInt32
+        private var checksum = BodyChecksum()
 
-        init(descriptor: Int32, path: String, contents: EntryFile.Contents, bodyLength: Int) {
+        init(cache: DiskCache, descriptor: Int32, path: String, contents: EntryFile.Contents, bodyLength: Int) {
+            self.cache = cache
             self.descriptor = descriptor
             self.path = path
+            self.expectedChecksum = contents.bodyChecksum
             self.key = contents.key
             self.metadata = contents.metadata
             self.created = DiskStore.date(contents.created)
@@ -158,8 +178,9 @@ extension DiskCache {
 
         /// The next piece of the body, at most `maximumCount` bytes, or `nil` at the end.
         ///
-        /// - Throws: ``CacheError`` if the file cannot be read, or was cut short under the reader
-        ///   (which only something outside the cache could do).
+        /// - Throws: ``CacheError`` if the file cannot be read, was cut short under the reader
+        ///   (which only something outside the cache could do), or its body does not match its
+        ///   checksum (``CacheError/Code/corrupted``, from the read that reaches the end).
         public func read(upTo maximumCount: Int = 64 << 10) throws(CacheError) -> Data? {
             let count = min(maximumCount, self.end - self.offset)
             guard count > 0 else { return nil }
@@ -173,6 +194,15 @@ extension DiskCache {
                 )
             }
             self.offset += count
+            bytes.withUnsafeBytes { self.checksum.update($0) }
+            if self.offset == self.end, self.checksum.value != self.expectedChecksum {
+                try? self.cache.removeIfInvalid(KeyDigest(key: self.key))
+                throw CacheError(
+                    .corrupted,
+                    "The body of \(self.path) does not match its checksum; the entry was removed.",
+                    path: self.path
+                )
+            }
             return Data(bytes)
         }
     }
@@ -208,6 +238,6 @@ extension DiskCache {
         }
         let bodyLength = contents.fileSize - EntryFile.headerSize - contents.key.utf8.count - contents.metadata.count
         try self.noteAccess(digest, at: now)
-        return BodyReader(descriptor: descriptor, path: path, contents: contents, bodyLength: bodyLength)
+        return BodyReader(cache: self, descriptor: descriptor, path: path, contents: contents, bodyLength: bodyLength)
     }
 }

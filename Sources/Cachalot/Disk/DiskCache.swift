@@ -179,7 +179,13 @@ public final class DiskCache: DataCaching {
     public func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {
         let digest = KeyDigest(key: key)
         let created = self.store.nanoseconds(self.store.now())
-        let prefix = EntryFile.prefix(key: key, metadata: metadata, bodyLength: data.count, created: created)
+        let prefix = EntryFile.prefix(
+            key: key,
+            metadata: metadata,
+            bodyLength: data.count,
+            bodyChecksum: BodyChecksum.of(data),
+            created: created
+        )
         let size = prefix.count + data.count
         guard size <= self.configuration.sizeLimit else {
             try self.remove([digest])
@@ -347,7 +353,8 @@ public final class DiskCache: DataCaching {
     /// Removes the file of `digest` if it is still not a whole entry of its own.
     func removeIfInvalid(_ digest: KeyDigest) throws(CacheError) {
         try self.transaction { state throws(CacheError) in
-            if case .valid(let contents) = try EntryFile.readPrefix(self.store.path(of: digest)),
+            // The whole file, body included: a damaged body leaves the header's checksum whole.
+            if case .valid(let contents) = try EntryFile.read(self.store.path(of: digest)),
                 KeyDigest(key: contents.key) == digest
             {
                 return  // replaced by a whole entry in the meantime

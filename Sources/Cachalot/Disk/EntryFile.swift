@@ -12,21 +12,25 @@ import Darwin
 ///
 /// ```
 /// offset  size  field
-///      0     4  magic "CCH1"
+///      0     4  magic "CCH2"
 ///      4     4  key length (UInt32, little-endian, as every number here)
 ///      8     4  metadata length
-///     12     4  flags (0; reserved)
+///     12     4  checksum of the body (``BodyChecksum``)
 ///     16     8  body length
 ///     24     8  created, nanoseconds since 1970
 ///     32     8  checksum (FNV-1a 64) of bytes 0..<32, the key and the metadata
 ///     40        key (UTF-8), metadata, body
 /// ```
 ///
-/// A file is whole when its size is exactly what its header adds up to and its checksum holds;
-/// it belongs to a key when the key in it is that key. Anything else is read as no entry.
+/// A file is whole when its size is exactly what its header adds up to and both checksums hold;
+/// it belongs to a key when the key in it is that key. Anything else is read as no entry. A get
+/// verifies the body before it answers, a mapped one too; reading only the prefix (for a
+/// listing, or to rebuild the journal) checks the header's checksum alone.
+///
+/// Files of the first format, "CCH1", which had no body checksum, are read as no entry.
 enum EntryFile {
     static let headerSize = 40
-    static let magic: UInt32 = 0x3148_4343
+    static let magic: UInt32 = 0x3248_4343
 
     /// What a file holds, read back.
     struct Contents {
@@ -35,6 +39,8 @@ enum EntryFile {
         var body: Data
         var created: Int64
         var fileSize: Int
+        /// The checksum of the body that the header records.
+        var bodyChecksum: UInt32
     }
 
     /// The outcome of reading an entry's file.
@@ -46,7 +52,13 @@ enum EntryFile {
     }
 
     /// The header, key and metadata: everything before the body.
-    static func prefix(key: String, metadata: Data, bodyLength: Int, created: Int64) -> [UInt8] {
+    static func prefix(
+        key: String,
+        metadata: Data,
+        bodyLength: Int,
+        bodyChecksum: UInt32,
+        created: Int64
+    ) -> [UInt8] {
         let keyBytes = Array(key.utf8)
         var bytes = [UInt8]()
         bytes.reserveCapacity(Self.headerSize + keyBytes.count + metadata.count)
@@ -56,7 +68,7 @@ enum EntryFile {
         append(Self.magic)
         append(UInt32(keyBytes.count))
         append(UInt32(metadata.count))
-        append(UInt32(0))
+        append(bodyChecksum)
         append(UInt64(bodyLength))
         append(created)
         let header = bytes
@@ -168,6 +180,9 @@ enum EntryFile {
         } else {
             key = String(decoding: file[layout.key], as: UTF8.self)
         }
+        guard BodyChecksum.of(UnsafeRawBufferPointer(rebasing: file[layout.body])) == layout.bodyChecksum else {
+            return .invalid
+        }
         let metadata =
             layout.metadata.isEmpty
             ? Data() : Data(bytes: file.baseAddress! + layout.metadata.lowerBound, count: layout.metadata.count)
@@ -177,9 +192,17 @@ enum EntryFile {
                 metadata: metadata,
                 body: body(layout.body),
                 created: layout.created,
-                fileSize: file.count
+                fileSize: file.count,
+                bodyChecksum: layout.bodyChecksum
             )
         )
+    }
+
+    /// Reads the whole entry at `path`, verifying its body.
+    static func read(_ path: String) throws(CacheError) -> Reading {
+        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
+        defer { FileIO.closeDescriptor(descriptor) }
+        return try Self.read(descriptor, path: path, expectedKey: nil)
     }
 
     /// Reads only the header, key and metadata of the entry at `path`, checking that the file's
@@ -213,7 +236,8 @@ enum EntryFile {
                     metadata: Data(bytes[layout.metadata]),
                     body: Data(),
                     created: layout.created,
-                    fileSize: size
+                    fileSize: size,
+                    bodyChecksum: layout.bodyChecksum
                 )
             )
         }
@@ -224,7 +248,7 @@ enum EntryFile {
     private static func layout(
         of bytes: UnsafeRawBufferPointer,
         fileSize: Int
-    ) -> (key: Range<Int>, metadata: Range<Int>, body: Range<Int>, created: Int64)? {
+    ) -> (key: Range<Int>, metadata: Range<Int>, body: Range<Int>, created: Int64, bodyChecksum: UInt32)? {
         guard bytes.count >= Self.headerSize, Self.number(UInt32.self, in: bytes, at: 0) == Self.magic else {
             return nil
         }
@@ -243,7 +267,8 @@ enum EntryFile {
         guard checksum == Self.number(UInt64.self, in: bytes, at: 32) else { return nil }
         return (
             Self.headerSize..<keyEnd, keyEnd..<metadataEnd, metadataEnd..<end,
-            Int64(bitPattern: Self.number(UInt64.self, in: bytes, at: 24))
+            Int64(bitPattern: Self.number(UInt64.self, in: bytes, at: 24)),
+            Self.number(UInt32.self, in: bytes, at: 12)
         )
     }
 

@@ -19,6 +19,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidArgument
             case fileSystem
             case outOfSpace
+            case corrupted
         }
 
         private let base: Base
@@ -35,6 +36,9 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let fileSystem = Code(.fileSystem)
         /// The file system is full (or the user's quota is used up); nothing was written.
         public static let outOfSpace = Code(.outOfSpace)
+        /// Stored bytes do not match their checksum: they were damaged on disk. The entry was
+        /// removed; load it again.
+        public static let corrupted = Code(.corrupted)
 
         public var description: String {
             switch self.base {
@@ -42,6 +46,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
             case .invalidArgument: "invalid argument"
             case .fileSystem: "file system error"
             case .outOfSpace: "out of space"
+            case .corrupted: "corrupted entry"
             }
         }
     }

@@ -374,7 +374,13 @@ struct DiskCacheTests {
         _ = try journal.readNew()
         try journal.append([.intent([KeyDigest(key: "k")])])
         journal.close()
-        let prefix = EntryFile.prefix(key: "k", metadata: Data(), bodyLength: 5, created: 0)
+        let prefix = EntryFile.prefix(
+            key: "k",
+            metadata: Data(),
+            bodyLength: 5,
+            bodyChecksum: BodyChecksum.of(Data("newer".utf8)),
+            created: 0
+        )
         try Data(prefix + Array("newer".utf8)).write(to: URL(fileURLWithPath: self.entryPath("k")))
         let cache = try self.open()
         #expect(try cache.data(forKey: "k") == Data("newer".utf8))
