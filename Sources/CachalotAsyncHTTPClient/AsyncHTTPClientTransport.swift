@@ -12,8 +12,16 @@ import NIOHTTP1
 /// let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk)
 /// ```
 ///
-/// It does no caching of its own, follows the client's redirect configuration, and leaves
-/// bodies as they came (no decompression), so the cache stores what the origin sent.
+/// It does no caching of its own, never follows a redirect (the loader does, so that each hop
+/// is cached under its own URL), and leaves bodies exactly as the origin sent them: nothing is
+/// decompressed, and `Accept-Encoding` is sent only if the request has it. The cache stores
+/// what the origin sent, `Content-Encoding` and all; decoding is the reader's business.
+///
+/// A client of your own must be configured the same way: start from
+/// ``clientConfiguration(idleTimeout:)``. AsyncHTTPClient's `HTTPClient.shared` follows
+/// redirects and decompresses, so the transport refuses the answers of a client that followed
+/// a redirect, and a client that decompresses would have the cache store decoded bodies under
+/// their encoding.
 public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client that sends requests, made on first use: an answer from the cache never
     /// starts the client's threads.
@@ -26,36 +34,89 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ///
     /// - Parameters:
     ///   - client: The client to send with, asked for on the first request. Default:
-    ///     `HTTPClient.shared`, which needs no shutdown.
+    ///     ``defaultClient``, which needs no shutdown.
     ///   - timeout: How long a request may take until its response head has arrived. Default:
-    ///     30 seconds.
-    public init(client: @autoclosure @escaping @Sendable () -> HTTPClient = .shared, timeout: Duration = .seconds(30)) {
+    ///     30 seconds. The client's read timeout bounds the wait between two pieces of the
+    ///     body.
+    public init(
+        client: @autoclosure @escaping @Sendable () -> HTTPClient = Self.defaultClient,
+        timeout: Duration = .seconds(30)
+    ) {
         self.makeClient = client
         self.timeout = timeout
     }
 
+    /// The configuration a cache's client needs: redirects not followed, bodies not
+    /// decompressed, and at most `idleTimeout` between two reads from the connection, so that
+    /// a body that trickles or stalls fails instead of holding the load forever.
+    public static func clientConfiguration(idleTimeout: Duration = .seconds(30)) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            decompression: .disabled
+        )
+        configuration.timeout.read = .nanoseconds(Self.nanoseconds(idleTimeout))
+        return configuration
+    }
+
+    /// A client with ``clientConfiguration(idleTimeout:)``'s defaults on the shared event loops,
+    /// made on first use. Like `HTTPClient.shared`, it lives as long as the process and needs no
+    /// shutdown.
+    public static let defaultClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: Self.clientConfiguration()
+    )
+
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
-        guard let url = request.url else {
-            throw LoadError(.invalidRequest, "The request has no absolute URL to send to.")
-        }
+        let url = try Self.checkedURL(of: request)
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headerFields {
             outgoing.headers.add(name: field.name.rawName, value: field.value)
         }
         if let body { outgoing.body = .bytes(ByteBuffer(data: body)) }
-        let nanoseconds =
-            self.timeout.components.seconds * 1_000_000_000 + self.timeout.components.attoseconds / 1_000_000_000
-        let response = try await self.client.execute(outgoing, timeout: .nanoseconds(nanoseconds))
+        let response = try await self.client.execute(outgoing, timeout: .nanoseconds(Self.nanoseconds(self.timeout)))
+        guard response.history.count <= 1 else {
+            throw LoadError(
+                .transport,
+                "The HTTPClient followed a redirect from \(url.absoluteString), so its answer cannot be cached "
+                    + "under that URL; give the transport a client configured with "
+                    + "AsyncHTTPClientTransport.clientConfiguration()."
+            )
+        }
+        let code = Int(response.status.code)
+        // HTTPTypes traps on a status outside 0–999; the loader refuses anything but 200–599.
+        guard (0...999).contains(code) else {
+            throw LoadError(.invalidResponse, "The origin answered \(url.absoluteString) with the status \(code).")
+        }
         var fields = HTTPFields()
         for header in response.headers {
             guard let name = HTTPField.Name(header.name) else { continue }
             fields.append(HTTPField(name: name, value: header.value))
         }
         let head = HTTPResponse(
-            status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+            status: .init(code: code, reasonPhrase: response.status.reasonPhrase),
             headerFields: fields
         )
         return HTTPTransportResponse(response: head, body: HTTPBody(response.body) { Data(buffer: $0) })
+    }
+
+    /// The request's URL, checked for what AsyncHTTPClient and SwiftNIO trap on or cannot send:
+    /// a scheme other than `http` or `https`, no host, a port outside 1–65535.
+    static func checkedURL(of request: HTTPRequest) throws -> URL {
+        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host(), !host.isEmpty
+        else {
+            throw LoadError(.invalidRequest, "The request has no absolute http or https URL to send to.")
+        }
+        if let port = url.port, !(1...65_535).contains(port) {
+            throw LoadError(.invalidRequest, "The port \(port) of \(url.absoluteString) is not from 1 to 65535.")
+        }
+        return url
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

@@ -22,7 +22,7 @@ public final class TestOrigin: Sendable {
     public struct Reply: Sendable {
         /// The status code.
         public var status: Int
-        /// The header fields, in order; `Content-Length` is added.
+        /// The header fields, in order; `Content-Length` is added unless they have one.
         public var fields: [(String, String)]
         /// The body.
         public var body: Data
@@ -130,8 +130,9 @@ public final class TestOrigin: Sendable {
                     self.received.withLock { $0.append(request) }
                     let reply = await self.handler.withLock({ $0 })(request)
                     var headers = HTTPHeaders(reply.fields)
-                    if !reply.isChunked {
-                        headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.count))
+                    // A Content-Length the reply gives stands, even a wrong one.
+                    if !reply.isChunked && !headers.contains(name: "Content-Length") {
+                        headers.add(name: "Content-Length", value: String(reply.body.count))
                     }
                     let status = HTTPResponseStatus(statusCode: reply.status)
                     try await outbound.write(

@@ -17,6 +17,12 @@ import FoundationNetworking
 ///
 /// The answer comes back as soon as the response head arrives, and its body as the network
 /// delivers it, so that a loader reports progress and writes a large body to disk as it comes.
+/// A redirect is never followed: the loader follows it, so that each hop is cached under its
+/// own URL. A request without `Accept-Encoding` is sent with `Accept-Encoding: identity`, so
+/// that the body arrives as the origin sent it. `URLSession` may decode a body it was asked to
+/// have compressed, so for bodies stored exactly as sent, do not set `Accept-Encoding`, or use
+/// `AsyncHTTPClientTransport`. The session's `timeoutIntervalForRequest` bounds the wait
+/// between two pieces of the body.
 /// `URLSession`'s own streaming (`bytes(for:)`) is not on Linux, so the transport makes its
 /// session with a delegate of its own, which hands each task's head and pieces over.
 public final class URLSessionTransport: HTTPTransport {
@@ -44,6 +50,9 @@ public final class URLSessionTransport: HTTPTransport {
             throw LoadError(.invalidRequest, "The request has no absolute URL to send to.")
         }
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        if request.headerFields[.acceptEncoding] == nil {
+            urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        }
         let task: URLSessionDataTask =
             if let body {
                 self.session.uploadTask(with: urlRequest, from: body)
@@ -107,6 +116,17 @@ private final class Exchanges: NSObject, URLSessionDataDelegate, Sendable {
         }
         completionHandler(.allow)
         head?.resume(returning: response)
+    }
+
+    /// The redirect itself is the answer: the loader follows it.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

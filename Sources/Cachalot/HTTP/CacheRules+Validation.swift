@@ -22,6 +22,12 @@ extension CacheRules {
         return request
     }
 
+    /// Whether `request` carries a validator (`If-None-Match` or `If-Modified-Since`), the only
+    /// kind of request a 304 (Not Modified) answers (RFC 9110 §15.4.5).
+    public static func isConditional(_ request: HTTPRequest) -> Bool {
+        request.headerFields[.ifNoneMatch] != nil || request.headerFields[.ifModifiedSince] != nil
+    }
+
     /// The stored response freshened by a 304 (Not Modified) `response` (RFC 9111 §4.3.4 and
     /// §3.2), or `nil` if the 304 does not select it: its strong or weak `ETag`, or else its
     /// `Last-Modified`, differs from the stored one's.

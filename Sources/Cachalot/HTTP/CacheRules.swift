@@ -46,7 +46,10 @@ public struct CacheRules: Sendable, Hashable {
     ///
     /// Whether its body is whole and small enough is for the caller to check.
     public func canStore(_ response: HTTPResponse, for request: HTTPRequest) -> Bool {
-        guard request.method == .get, response.status.code >= 200, response.status.code != 206 else { return false }
+        // A 304 is merged into the response it validates (§4.3.4), never stored as one.
+        guard request.method == .get, response.status.code >= 200, response.status.code != 206,
+            response.status.code != 304
+        else { return false }
         let requestDirectives = Self.requestDirectives(request)
         let directives = CacheControl(response.headerFields[values: .cacheControl])
         // must-understand lets a cache that understands the status code ignore no-store.

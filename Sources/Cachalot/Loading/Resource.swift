@@ -7,6 +7,9 @@ public struct Resource: Sendable {
     public var body: Data
     /// Where the answer came from.
     public var source: Source
+    /// The URLs of the redirects the load followed, in order: the last is the URL that gave
+    /// this answer. Empty when the request's own URL answered.
+    public var redirects: [URL] = []
     private var head: Head
 
     /// The head as given, or a stored response and its `Age`, made into the head when it is
@@ -31,6 +34,14 @@ public struct Resource: Sendable {
         }
         set {
             self.head = .response(newValue)
+        }
+    }
+
+    /// The status, read without making the head.
+    var status: HTTPResponse.Status {
+        switch self.head {
+        case .response(let response): response.status
+        case .stored(let stored, _): stored.response.status
         }
     }
 
@@ -71,7 +82,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
-            case invalidRequest, transport, incompleteBody, storage
+            case invalidRequest, transport, incompleteBody, storage, invalidResponse
         }
         private let base: Base
 
@@ -84,6 +95,10 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
         /// Writing a large body to the disk tier as it arrived failed (the disk is full, or the
         /// directory cannot be written); see ``LoadError/underlying``.
         public static let storage = Code(base: .storage)
+        /// The origin's answer breaks HTTP in a way no answer can be made of: a status outside
+        /// 200–599, or a 304 (Not Modified) to a request that had nothing to validate. It is
+        /// never stored.
+        public static let invalidResponse = Code(base: .invalidResponse)
 
         public var description: String { "\(self.base)" }
     }

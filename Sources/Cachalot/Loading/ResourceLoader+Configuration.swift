@@ -29,6 +29,10 @@ extension ResourceLoader {
         public var keyTransform: (@Sendable (String) -> String)?
         /// Where the loader reports its swift-metrics counters. Default: `nil`, none.
         public var metrics: MetricsConfiguration?
+        /// The most redirects one load follows (see ``Redirect`` for which); past them, or with
+        /// 0, the redirect itself is the answer. Each hop is cached by its own rules under its
+        /// own URL. Default: 20, as OkHttp and browsers.
+        public var maximumRedirects: Int
 
         /// Creates a configuration; every parameter defaults to the value its property names.
         public init(
@@ -39,7 +43,8 @@ extension ResourceLoader {
             maximumEntrySize: Int? = nil,
             streamingThreshold: Int = 8 << 20,
             keyTransform: (@Sendable (String) -> String)? = nil,
-            metrics: MetricsConfiguration? = nil
+            metrics: MetricsConfiguration? = nil,
+            maximumRedirects: Int = 20
         ) {
             self.rules = rules
             self.policy = policy
@@ -49,6 +54,7 @@ extension ResourceLoader {
             self.streamingThreshold = streamingThreshold
             self.keyTransform = keyTransform
             self.metrics = metrics
+            self.maximumRedirects = maximumRedirects
         }
 
         func validate() throws(CacheError) {
@@ -62,6 +68,9 @@ extension ResourceLoader {
             }
             guard self.streamingThreshold >= 0 else {
                 throw .invalidConfiguration("streamingThreshold must not be negative (got \(self.streamingThreshold)).")
+            }
+            guard self.maximumRedirects >= 0 else {
+                throw .invalidConfiguration("maximumRedirects must not be negative (got \(self.maximumRedirects)).")
             }
             if let size = self.maximumEntrySize, size < 0 {
                 throw .invalidConfiguration("maximumEntrySize must not be negative (got \(size)).")

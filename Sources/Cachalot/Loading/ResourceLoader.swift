@@ -131,8 +131,13 @@ public final class ResourceLoader: Sendable {
     ) async throws -> Resource {
         // A hit is answered here, without the suspension point of a further async call.
         let step = try self.step(for: request, policy: policy)
-        if case .answer(let resource) = step { return resource }
-        return try await self.perform(step, request, body: body, priority: priority, progress: progress, onWaiting: nil)
+        if case .answer(let resource) = step, !Redirect.isFollowed(resource.status) { return resource }
+        return try await self.complete(step, request, body: body, policy: policy, priority: priority) {
+            step,
+            request,
+            body throws in
+            try await self.perform(step, request, body: body, priority: priority, progress: progress, onWaiting: nil)
+        }
     }
 
     /// ``load(_:body:policy:priority:progress:)``, telling `onWaiting` which run the load waits
@@ -144,8 +149,45 @@ public final class ResourceLoader: Sendable {
         onWaiting: @escaping @Sendable (_ run: String, _ caller: Int) -> Void
     ) async throws -> Resource {
         let step = try self.step(for: request, policy: policy)
-        if case .answer(let resource) = step { return resource }
-        return try await self.perform(step, request, body: nil, priority: priority, progress: nil, onWaiting: onWaiting)
+        if case .answer(let resource) = step, !Redirect.isFollowed(resource.status) { return resource }
+        return try await self.complete(step, request, body: nil, policy: policy, priority: priority) {
+            step,
+            request,
+            body throws in
+            try await self.perform(step, request, body: body, priority: priority, progress: nil, onWaiting: onWaiting)
+        }
+    }
+
+    /// Takes `step` for `request` with `perform`, then follows the redirects of its answer, up
+    /// to ``Configuration/maximumRedirects``: each hop is a load of its own, answered from the
+    /// cache or the network and stored by its own rules under its own URL.
+    private func complete(
+        _ step: Step,
+        _ request: HTTPRequest,
+        body: Data?,
+        policy: CachePolicy?,
+        priority: Priority,
+        perform: (Step, HTTPRequest, Data?) async throws -> Resource
+    ) async throws -> Resource {
+        var resource = try await perform(step, request, body)
+        var (request, body) = (request, body)
+        var redirects: [URL] = []
+        while redirects.count < self.configuration.maximumRedirects,
+            Redirect.isFollowed(resource.status),
+            let next = Redirect.request(following: resource.response, to: request, body: body),
+            let url = next.request.url
+        {
+            redirects.append(url)
+            (request, body) = next
+            let step = try self.step(for: request, policy: policy)
+            if case .answer(let answer) = step {
+                resource = answer
+            } else {
+                resource = try await perform(step, request, body)
+            }
+        }
+        resource.redirects = redirects
+        return resource
     }
 
     /// Waits until the work the loader does after answering is done: writing responses to
@@ -295,6 +337,8 @@ public final class ResourceLoader: Sendable {
         let reply: HTTPTransportResponse
         do {
             reply = try await self.transport.send(sent, body: nil)
+        } catch let error as LoadError where error.code == .invalidRequest {
+            throw error
         } catch {
             try Task.checkCancellation()
             let now = self.now()
@@ -309,10 +353,11 @@ public final class ResourceLoader: Sendable {
         }
         let responseTime = self.now()
         let status = reply.response.status.code
+        try Self.check(reply.response, to: sent, url: key.string)
         if let cached {
             self.counters.validation(notModified: status == 304)
             if status == 304 {
-                _ = try await self.readBody(reply, run: run).body
+                _ = try await self.readBody(reply, to: sent, run: run).body
                 guard
                     let freshened = rules.freshened(
                         cached.stored,
@@ -328,7 +373,7 @@ public final class ResourceLoader: Sendable {
             if [500, 502, 503, 504].contains(status),
                 rules.mayUseStaleOnError(cached.stored, for: request, at: responseTime)
             {
-                _ = try? await self.readBody(reply, run: run).body
+                _ = try? await self.readBody(reply, to: sent, run: run).body
                 return self.answer(cached, source: .stale(.originError), at: responseTime)
             }
         }
@@ -340,7 +385,7 @@ public final class ResourceLoader: Sendable {
         )
         let isStorable = rules.canStore(reply.response, for: request)
         let (key:diskKey, names) = self.store.key(for: stored, url: key, request: request)
-        let (body, writer) = try await self.readBody(reply, run: run) { () throws(CacheError) in
+        let (body, writer) = try await self.readBody(reply, to: sent, run: run) { () throws(CacheError) in
             // A large body goes to a file as it arrives: under its key if it may be stored,
             // else under a name of its own, to be discarded once mapped.
             try (self.store.disk as? DiskCache)?.makeWriter(
@@ -385,6 +430,8 @@ public final class ResourceLoader: Sendable {
         let reply: HTTPTransportResponse
         do {
             reply = try await self.transport.send(request, body: body)
+        } catch let error as LoadError where error.code == .invalidRequest {
+            throw error
         } catch {
             try Task.checkCancellation()
             throw LoadError(
@@ -393,7 +440,8 @@ public final class ResourceLoader: Sendable {
                 underlying: error
             )
         }
-        let received = try await self.readBody(reply, run: nil).body
+        try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
+        let received = try await self.readBody(reply, to: request, run: nil).body
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
             let key = ResponseKey(self.configuration.keyTransform?(url) ?? url)
             do { try self.store.remove(key) } catch {
@@ -405,17 +453,43 @@ public final class ResourceLoader: Sendable {
         return resource
     }
 
+    /// Throws ``LoadError/Code/invalidResponse`` for an answer to `request` that breaks HTTP:
+    /// a status outside 200–599 (an interim 1xx is never a final answer), or a 304 to a request
+    /// with no validators (RFC 9110 §15.4.5: only a conditional request can be answered so).
+    private static func check(_ response: HTTPResponse, to request: HTTPRequest, url: String) throws {
+        let status = response.status.code
+        guard (200...599).contains(status) else {
+            throw LoadError(
+                .invalidResponse,
+                "The origin answered \(url) with \(status), which is not a final HTTP status."
+            )
+        }
+        if status == 304 && !CacheRules.isConditional(request) {
+            throw LoadError(
+                .invalidResponse,
+                "The origin answered 304 (Not Modified) to a request for \(url) that had no validators; "
+                    + "nothing was stored. The origin is at fault: try again later."
+            )
+        }
+    }
+
     /// Reads the whole body, reporting progress; throws if it ends before its `Content-Length`.
+    ///
+    /// The answer to a `HEAD` request, a 204 and a 304 have no body, whatever their
+    /// `Content-Length` says (RFC 9110 §6.4.1, §8.6).
     ///
     /// A body larger than ``Configuration/streamingThreshold`` goes to the writer that
     /// `makeWriter` makes (if it makes one) as it arrives, and comes back mapped from its file,
     /// with the writer, for the caller to commit or discard.
     private func readBody(
         _ reply: HTTPTransportResponse,
+        to request: HTTPRequest,
         run: Coalescer<Resource>.Run?,
         spoolingTo makeWriter: (() throws(CacheError) -> DiskCache.Writer?)? = nil
     ) async throws -> (body: Data, writer: DiskCache.Writer?) {
-        let expected = reply.response.headerFields[.contentLength].flatMap { Int($0) }
+        let status = reply.response.status.code
+        let hasBody = request.method != .head && status != 204 && status != 304
+        let expected = hasBody ? reply.response.headerFields[.contentLength].flatMap { Int($0) } : nil
         let threshold = self.configuration.streamingThreshold
         var body = Data()
         var writer: DiskCache.Writer?
