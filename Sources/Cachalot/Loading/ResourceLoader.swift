@@ -32,14 +32,14 @@ public final class ResourceLoader: Sendable {
     /// The configuration the loader was made with.
     public let configuration: Configuration
 
-    private let transport: any HTTPTransport
-    private let store: ResponseStore
+    let transport: any HTTPTransport
+    let store: ResponseStore
     private let now: @Sendable () -> Date
-    private let logger: Logger
+    let logger: Logger
     let coalescer: Coalescer<Resource>
     let hosts: HostLimiter
-    private let counters: LoaderCounters
-    private let maximumEntrySize: Int
+    let counters: LoaderCounters
+    let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
     private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
     /// Runs, background revalidations and disk writes not yet done.
@@ -202,7 +202,7 @@ public final class ResourceLoader: Sendable {
     // MARK: - Steps
 
     /// What a load does next, as the stored response and the rules decide.
-    private enum Step {
+    enum Step {
         /// Answer with this: a stored response, or a 504 when only a stored one may answer.
         case answer(Resource)
         /// Ask the origin, validating the stored response if there is one.
@@ -213,7 +213,7 @@ public final class ResourceLoader: Sendable {
 
     /// Decides the load without waiting for anything: everything but the network happens here,
     /// so that a hit never suspends.
-    private func step(for request: HTTPRequest, policy: CachePolicy?) throws -> Step {
+    func step(for request: HTTPRequest, policy: CachePolicy?) throws -> Step {
         guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
             throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
         }
@@ -331,6 +331,50 @@ public final class ResourceLoader: Sendable {
         validating cached: CachedResponse?,
         run: Coalescer<Resource>.Run
     ) async throws -> Resource? {
+        switch try await self.exchangeHead(request, key: key, validating: cached, run: run) {
+        case .answered(let resource):
+            return resource
+        case .notSelected:
+            return nil
+        case .response(let incoming):
+            return try await self.readWhole(incoming, run: run)
+        }
+    }
+
+    /// What the origin's answer to one request came to, its body not yet read.
+    enum Exchanged: Sendable {
+        /// An answer made from the stored response: freshened by a 304, or stale for an origin
+        /// error.
+        case answered(Resource)
+        /// A 304 about another representation than the stored one.
+        case notSelected
+        /// A response to answer with, its body still to be read.
+        case response(Incoming)
+    }
+
+    /// A response whose body is still to be read, and what storing it takes.
+    struct Incoming: Sendable {
+        var reply: HTTPTransportResponse
+        /// The request as sent (with the validators the loader added).
+        var sent: HTTPRequest
+        var request: HTTPRequest
+        var stored: StoredResponse
+        var url: ResponseKey
+        /// The key it is stored under and the names its URL's responses vary on; `nil` if the
+        /// rules forbid storing it, or its `Content-Length` is over the largest entry stored.
+        var storage: (key: ResponseKey, names: [String])?
+        /// The body's announced length; `nil` if unknown, and for the answers that have no body.
+        var expectedLength: Int?
+    }
+
+    /// Sends `request` (conditionally, if `validating` a stored response) and reads the answer's
+    /// head: a 304 or an origin error that a stored response answers is settled here.
+    func exchangeHead(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        validating cached: CachedResponse?,
+        run: Coalescer<Resource>.Run?
+    ) async throws -> Exchanged {
         let rules = self.configuration.rules
         let sent = cached.map { rules.conditionalRequest(for: request, stored: $0.stored) } ?? request
         let requestTime = self.now()
@@ -347,7 +391,7 @@ public final class ResourceLoader: Sendable {
                     "The origin failed; answering stale",
                     metadata: ["key": "\(key.string)", "error": "\(error)"]
                 )
-                return self.answer(cached, source: .stale(.originError), at: now)
+                return .answered(self.answer(cached, source: .stale(.originError), at: now))
             }
             throw LoadError(.transport, "The request to \(key.string) failed: \(error)", underlying: error)
         }
@@ -365,16 +409,16 @@ public final class ResourceLoader: Sendable {
                         requestTime: requestTime,
                         responseTime: responseTime
                     )
-                else { return nil }
+                else { return .notSelected }
                 let updated = CachedResponse(stored: freshened, body: cached.body)
                 self.save(updated, key: key, request: request, run: run)
-                return self.answer(updated, source: .revalidated, at: responseTime)
+                return .answered(self.answer(updated, source: .revalidated, at: responseTime))
             }
             if [500, 502, 503, 504].contains(status),
                 rules.mayUseStaleOnError(cached.stored, for: request, at: responseTime)
             {
                 _ = try? await self.readBody(reply, to: sent, run: run).body
-                return self.answer(cached, source: .stale(.originError), at: responseTime)
+                return .answered(self.answer(cached, source: .stale(.originError), at: responseTime))
             }
         }
         let stored = StoredResponse(
@@ -383,31 +427,51 @@ public final class ResourceLoader: Sendable {
             requestTime: requestTime,
             responseTime: responseTime
         )
-        let isStorable = rules.canStore(reply.response, for: request)
-        let (key:diskKey, names) = self.store.key(for: stored, url: key, request: request)
-        let (body, writer) = try await self.readBody(reply, to: sent, run: run) { () throws(CacheError) in
+        let expected = Self.announcedLength(of: reply.response, to: sent)
+        // A body announced as larger than the largest entry is not stored: refused up front.
+        let isStorable =
+            rules.canStore(reply.response, for: request) && (expected ?? 0) <= self.maximumEntrySize
+        return .response(
+            Incoming(
+                reply: reply,
+                sent: sent,
+                request: request,
+                stored: stored,
+                url: key,
+                storage: isStorable ? self.store.key(for: stored, url: key, request: request) : nil,
+                expectedLength: expected
+            )
+        )
+    }
+
+    /// Reads the whole body of `incoming` and stores the response if it may be and fits.
+    private func readWhole(_ incoming: Incoming, run: Coalescer<Resource>.Run) async throws -> Resource {
+        let storage = incoming.storage
+        let (body, writer) = try await self.readBody(incoming.reply, to: incoming.sent, run: run) {
+            () throws(CacheError) in
             // A large body goes to a file as it arrives: under its key if it may be stored,
             // else under a name of its own, to be discarded once mapped.
             try (self.store.disk as? DiskCache)?.makeWriter(
-                forKey: isStorable ? diskKey.string : "unstored \(UUID())",
-                metadata: stored.encoded()
+                forKey: storage?.key.string ?? "unstored \(UUID())",
+                metadata: incoming.stored.encoded()
             )
         }
-        let fits = isStorable && body.count <= self.maximumEntrySize
+        let fits = storage != nil && body.count <= self.maximumEntrySize
         if let writer {
-            if fits {
-                try self.commit(writer, variants: names, url: key)
+            if let storage, fits {
+                self.commit(writer, variants: storage.names, url: incoming.url)
             } else {
                 writer.discard()
             }
         } else if fits {
-            self.save(CachedResponse(stored: stored, body: body), key: key, request: request, run: run)
+            let response = CachedResponse(stored: incoming.stored, body: body)
+            self.save(response, key: incoming.url, request: incoming.request, run: run)
         }
-        return Resource(body: body, response: reply.response, source: .network)
+        return Resource(body: body, response: incoming.reply.response, source: .network)
     }
 
     /// Makes a large body written as it arrived into the stored entry.
-    private func commit(_ writer: DiskCache.Writer, variants names: [String], url: ResponseKey) throws {
+    func commit(_ writer: DiskCache.Writer, variants names: [String], url: ResponseKey) {
         do {
             try writer.commit()
             if !names.isEmpty { try self.store.storeVariants(names, url: url) }
@@ -427,6 +491,15 @@ public final class ResourceLoader: Sendable {
         let ticket = -1 - Int.random(in: 0..<Int.max)
         try await self.hosts.acquire(host, ticket: ticket, priority: priority.rawValue)
         defer { self.hosts.release(host) }
+        let reply = try await self.sendUncached(request, body: body)
+        let received = try await self.readBody(reply, to: request, run: nil).body
+        let resource = Resource(body: received, response: reply.response, source: .network)
+        self.counters.answer(.network, bytes: received.count)
+        return resource
+    }
+
+    /// Sends a request whose answer is not stored, and removes what its answer makes outdated.
+    func sendUncached(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
         let reply: HTTPTransportResponse
         do {
             reply = try await self.transport.send(request, body: body)
@@ -441,22 +514,19 @@ public final class ResourceLoader: Sendable {
             )
         }
         try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
-        let received = try await self.readBody(reply, to: request, run: nil).body
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
             let key = ResponseKey(self.configuration.keyTransform?(url) ?? url)
             do { try self.store.remove(key) } catch {
                 self.logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
-        let resource = Resource(body: received, response: reply.response, source: .network)
-        self.counters.answer(.network, bytes: received.count)
-        return resource
+        return reply
     }
 
     /// Throws ``LoadError/Code/invalidResponse`` for an answer to `request` that breaks HTTP:
     /// a status outside 200–599 (an interim 1xx is never a final answer), or a 304 to a request
     /// with no validators (RFC 9110 §15.4.5: only a conditional request can be answered so).
-    private static func check(_ response: HTTPResponse, to request: HTTPRequest, url: String) throws {
+    static func check(_ response: HTTPResponse, to request: HTTPRequest, url: String) throws {
         let status = response.status.code
         guard (200...599).contains(status) else {
             throw LoadError(
@@ -473,10 +543,16 @@ public final class ResourceLoader: Sendable {
         }
     }
 
+    /// The length of the body `response` to `request` announces with `Content-Length`; `nil` if
+    /// it announces none that can be read. The answer to a `HEAD` request, a 204 and a 304 have
+    /// no body, whatever their `Content-Length` says (RFC 9110 §6.4.1, §8.6): `nil` for them.
+    static func announcedLength(of response: HTTPResponse, to request: HTTPRequest) -> Int? {
+        let status = response.status.code
+        guard request.method != .head, status != 204, status != 304 else { return nil }
+        return response.headerFields[.contentLength].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
     /// Reads the whole body, reporting progress; throws if it ends before its `Content-Length`.
-    ///
-    /// The answer to a `HEAD` request, a 204 and a 304 have no body, whatever their
-    /// `Content-Length` says (RFC 9110 §6.4.1, §8.6).
     ///
     /// A body larger than ``Configuration/streamingThreshold`` goes to the writer that
     /// `makeWriter` makes (if it makes one) as it arrives, and comes back mapped from its file,
@@ -487,9 +563,7 @@ public final class ResourceLoader: Sendable {
         run: Coalescer<Resource>.Run?,
         spoolingTo makeWriter: (() throws(CacheError) -> DiskCache.Writer?)? = nil
     ) async throws -> (body: Data, writer: DiskCache.Writer?) {
-        let status = reply.response.status.code
-        let hasBody = request.method != .head && status != 204 && status != 304
-        let expected = hasBody ? reply.response.headerFields[.contentLength].flatMap { Int($0) } : nil
+        let expected = Self.announcedLength(of: reply.response, to: request)
         let threshold = self.configuration.streamingThreshold
         var body = Data()
         var writer: DiskCache.Writer?
@@ -537,11 +611,11 @@ public final class ResourceLoader: Sendable {
 
     /// Stores `response` in memory now, and on disk once the run's callers have their answer:
     /// a miss does not wait for the disk. Disk writes are made in the order of this call.
-    private func save(
+    func save(
         _ response: CachedResponse,
         key: ResponseKey,
         request: HTTPRequest,
-        run: Coalescer<Resource>.Run
+        run: Coalescer<Resource>.Run?
     ) {
         let write = self.store.store(response, url: key, request: request)
         self.writes.enqueue { [logger, counters] in
@@ -552,7 +626,11 @@ public final class ResourceLoader: Sendable {
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
-        run.afterAnswering.add { [writes] in writes.drain() }
+        if let run {
+            run.afterAnswering.add { [writes] in writes.drain() }
+        } else {
+            self.writes.drain()
+        }
     }
 
     /// Starts revalidating `cached` unless a background revalidation of `key` is running.

@@ -1,0 +1,247 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+/// A loaded resource whose body is read as it arrives: for bodies of any size, or of no known
+/// end, which ``ResourceLoader/stream(_:body:policy:priority:)`` never holds whole.
+public struct ResourceStream: Sendable {
+    /// The status and header fields. An answer from the cache carries `Age`.
+    public var response: HTTPResponse
+    /// Where the answer came from.
+    public var source: Resource.Source
+    /// The URLs of the redirects the load followed, in order; see ``Resource/redirects``.
+    public var redirects: [URL] = []
+    /// The body, in pieces. An answer from the cache is one piece (mapped from its file when
+    /// large). An answer from the network is read from the connection as it is iterated, once.
+    public var body: HTTPBody
+
+    /// A stream of a whole resource.
+    init(_ resource: Resource) {
+        self.response = resource.response
+        self.source = resource.source
+        self.redirects = resource.redirects
+        self.body = HTTPBody(resource.body.isEmpty ? [] : [resource.body])
+    }
+
+    init(response: HTTPResponse, source: Resource.Source, body: HTTPBody) {
+        self.response = response
+        self.source = source
+        self.body = body
+    }
+}
+
+extension ResourceLoader {
+    /// Answers `request` as ``load(_:body:policy:priority:progress:)`` does, but hands the body
+    /// over in pieces as they arrive instead of whole, so that no body, however large or
+    /// endless, is held in memory or spooled to disk for the caller.
+    ///
+    /// A body from the network is stored as it passes (in memory up to
+    /// ``Configuration/streamingThreshold``, then in a file of the ``DiskCache``) only while
+    /// it may be: if the rules forbid storing it, its `Content-Length` is over the largest
+    /// entry stored, or it grows past that size, or the disk tier fails, storing stops at once
+    /// (a failure is counted in ``Statistics/storageFailures``) and the body goes on to the
+    /// caller. It is stored when its last piece has been read and it is whole.
+    ///
+    /// Unlike `load`, identical streamed requests are not coalesced, and a request holds its
+    /// place among ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
+    ///
+    /// - Returns: The response head, where it came from, and the body to read.
+    /// - Throws: ``LoadError`` as `load` does, before the head; reading the body throws
+    ///   ``LoadError`` if it breaks off or ends before its `Content-Length`.
+    public func stream(
+        _ request: HTTPRequest,
+        body: Data? = nil,
+        policy: CachePolicy? = nil,
+        priority: Priority = .normal
+    ) async throws -> ResourceStream {
+        var (request, body) = (request, body)
+        var redirects: [URL] = []
+        while true {
+            var answer = try await self.streamOne(request, body: body, policy: policy, priority: priority)
+            guard redirects.count < self.configuration.maximumRedirects, Redirect.isFollowed(answer.response.status),
+                let next = Redirect.request(following: answer.response, to: request, body: body),
+                let url = next.request.url
+            else {
+                answer.redirects = redirects
+                return answer
+            }
+            // The redirect's own body is read (and so stored, if it may be), up to a bound.
+            var count = 0
+            for try await piece in answer.body {
+                count += piece.count
+                guard count <= Self.largestRedirectBody else {
+                    throw LoadError(
+                        .invalidResponse,
+                        "The redirect from \(request.url?.absoluteString ?? "?") has a body of more than "
+                            + "\(Self.largestRedirectBody) bytes; it was not followed."
+                    )
+                }
+            }
+            redirects.append(url)
+            (request, body) = next
+        }
+    }
+
+    /// The largest body of a redirect that a streamed load reads to follow it.
+    static let largestRedirectBody = 1 << 20
+
+    private func streamOne(
+        _ request: HTTPRequest,
+        body: Data?,
+        policy: CachePolicy?,
+        priority: Priority
+    ) async throws -> ResourceStream {
+        let step = try self.step(for: request, policy: policy)
+        if case .answer(let resource) = step { return ResourceStream(resource) }
+        let host = request.authority ?? ""
+        try await self.hosts.acquire(host, ticket: -1 - Int.random(in: 0..<Int.max), priority: priority.rawValue)
+        defer { self.hosts.release(host) }
+        guard case .exchange(let key, var validating) = step else {
+            let reply = try await self.sendUncached(request, body: body)
+            self.counters.answer(.network, bytes: 0)
+            return ResourceStream(
+                response: reply.response,
+                source: .network,
+                body: HTTPBody(StoringBody(loader: self, reply: reply, request: request, incoming: nil)) { $0 }
+            )
+        }
+        while true {
+            switch try await self.exchangeHead(request, key: key, validating: validating, run: nil) {
+            case .answered(let resource):
+                self.counters.answer(resource.source, bytes: resource.body.count)
+                return ResourceStream(resource)
+            case .notSelected:
+                validating = nil
+            case .response(let incoming):
+                self.counters.answer(.network, bytes: 0)
+                return ResourceStream(
+                    response: incoming.reply.response,
+                    source: .network,
+                    body: HTTPBody(
+                        StoringBody(loader: self, reply: incoming.reply, request: incoming.sent, incoming: incoming)
+                    ) { $0 }
+                )
+            }
+        }
+    }
+}
+
+/// A body from the network as the caller reads it, stored on the way while it may be.
+private struct StoringBody: AsyncSequence, Sendable {
+    let loader: ResourceLoader
+    let reply: HTTPTransportResponse
+    /// The request as sent, for its method.
+    let request: HTTPRequest
+    /// What storing the response takes; `nil` for an answer never stored.
+    let incoming: ResourceLoader.Incoming?
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(
+            body: self,
+            pieces: self.reply.body.makeAsyncIterator(),
+            expected: ResourceLoader.announcedLength(of: self.reply.response, to: self.request),
+            isStoring: self.incoming?.storage != nil
+        )
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let body: StoringBody
+        var pieces: HTTPBody.AsyncIterator
+        let expected: Int?
+        var isStoring: Bool
+        var received = 0
+        /// The body so far while it is small enough for memory.
+        var held = Data()
+        /// The file it goes to once it is not.
+        var writer: DiskCache.Writer?
+        var isFinished = false
+
+        mutating func next() async throws -> Data? {
+            guard !self.isFinished else { return nil }
+            let piece: Data?
+            do {
+                piece = try await self.pieces.next()
+            } catch {
+                self.stopStoring()
+                self.isFinished = true
+                try Task.checkCancellation()
+                throw LoadError(
+                    .transport,
+                    "The body broke off after \(self.received) bytes: \(error)",
+                    underlying: error
+                )
+            }
+            guard let piece else {
+                self.isFinished = true
+                try self.finish()
+                return nil
+            }
+            self.received += piece.count
+            self.body.loader.counters.received(piece.count)
+            if self.isStoring { self.keep(piece) }
+            return piece
+        }
+
+        /// Adds `piece` to what is stored, or stops storing if the body has outgrown the
+        /// largest entry or the disk tier fails.
+        private mutating func keep(_ piece: Data) {
+            let loader = self.body.loader
+            guard self.received <= loader.maximumEntrySize, let incoming = self.body.incoming,
+                let storage = incoming.storage
+            else {
+                self.stopStoring()
+                return
+            }
+            do throws(CacheError) {
+                if let writer = self.writer {
+                    try writer.append(piece)
+                    return
+                }
+                self.held.append(piece)
+                guard self.held.count > loader.configuration.streamingThreshold,
+                    let disk = loader.store.disk as? DiskCache
+                else { return }
+                let writer = try disk.makeWriter(forKey: storage.key.string, metadata: incoming.stored.encoded())
+                try writer.append(self.held)
+                self.writer = writer
+                self.held = Data()
+            } catch {
+                loader.counters.storageFailure()
+                loader.logger.debug(
+                    "Storing a streamed response failed; the body goes on to the caller",
+                    metadata: ["key": "\(storage.key.string)", "error": "\(error)"]
+                )
+                self.stopStoring()
+            }
+        }
+
+        private mutating func stopStoring() {
+            self.writer?.discard()
+            self.writer = nil
+            self.held = Data()
+            self.isStoring = false
+        }
+
+        /// At the end of the body: throws if it is short of its `Content-Length`, else stores
+        /// it if it was being stored.
+        private mutating func finish() throws {
+            if let expected = self.expected, self.received < expected {
+                self.stopStoring()
+                throw LoadError(
+                    .incompleteBody,
+                    "The body ended after \(self.received) of the \(expected) bytes its Content-Length announced."
+                )
+            }
+            guard self.isStoring, let incoming = self.body.incoming, let storage = incoming.storage else { return }
+            let loader = self.body.loader
+            if let writer = self.writer {
+                loader.commit(writer, variants: storage.names, url: incoming.url)
+                self.writer = nil
+            } else {
+                let response = CachedResponse(stored: incoming.stored, body: self.held)
+                loader.save(response, key: incoming.url, request: incoming.request, run: nil)
+            }
+            self.held = Data()
+        }
+    }
+}
