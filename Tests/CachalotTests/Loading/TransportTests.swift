@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import CachalotAsyncHTTPClient
 import CachalotTestOrigin
 import CachalotTesting
@@ -82,5 +83,42 @@ struct TransportTests {
         clock.advance(by: 5)
         let answer = try await loader.load(origin.url("/v"))
         #expect(answer.source == .revalidated && answer.body == Data("kept".utf8))
+    }
+
+    @Test("each transport hands the redirect itself to the loader instead of following it", arguments: [0, 1])
+    func redirectsNotFollowed(transport: Int) async throws {
+        let origin = try await TestOrigin.start { request in
+            request.path == "/from" ? .init(status: 302, fields: [("Location", "/to")]) : .init(body: "target")
+        }
+        defer { origin.stop() }
+        let reply = try await Self.transports[transport]().send(
+            HTTPRequest(method: .get, url: origin.url("/from")),
+            body: nil
+        )
+        for try await _ in reply.body {}
+        #expect(reply.response.status.code == 302)
+        #expect(origin.requests.map(\.path) == ["/from"])
+    }
+
+    @Test("a body that stalls fails once the client's idle timeout passes without a byte")
+    func idleBodyTimesOut() async throws {
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(data: Data(count: 200_000))
+            reply.stall = (after: 50_000, reached: {})
+            return reply
+        }
+        defer { origin.stop() }
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.clientConfiguration(idleTimeout: .milliseconds(200))
+        )
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(client: client))
+        await #expect {
+            _ = try await loader.load(origin.url("/stalls"))
+        } throws: { error in
+            (error as? LoadError)?.code == .transport
+        }
+        await loader.waitForBackgroundWork()
+        try await client.shutdown()
     }
 }
