@@ -23,6 +23,8 @@ extension DiskCache {
         private var descriptor: Int32?
         /// Of the body appended so far.
         private var checksum = BodyChecksum()
+        /// Whether a write failed, after which the writer can only be mapped or discarded.
+        private var hasFailed = false
 
         /// The body bytes appended so far.
         public private(set) var bodyLength = 0
@@ -59,15 +61,20 @@ extension DiskCache {
         /// Appends `chunk` to the body.
         ///
         /// - Throws: ``CacheError`` if the write fails (``CacheError/Code/outOfSpace`` on a full
-        ///   disk), after discarding the writer; or if it was committed or discarded already.
+        ///   disk), or if the writer was committed or discarded already. After a failed write,
+        ///   ``mappedBody()`` still maps the chunks appended before it; commit no more, and
+        ///   discard the writer.
         public func append(_ chunk: Data) throws(CacheError) {
             guard let descriptor = self.descriptor else {
                 throw .invalidArgument("This writer was already committed or discarded; make a new one.")
             }
+            guard !self.hasFailed else {
+                throw .invalidArgument("A write of this writer failed; discard it and make a new one.")
+            }
             do {
                 try FileIO.writeAll(descriptor, chunk, path: self.path)
             } catch {
-                self.discard()
+                self.hasFailed = true
                 throw error
             }
             self.bodyLength += chunk.count
@@ -78,8 +85,9 @@ extension DiskCache {
         /// until the limits hold. An entry larger than the size limit is discarded instead, and
         /// the entry stored before for the key is removed.
         public func commit() throws(CacheError) {
-            guard let descriptor = self.descriptor else {
-                throw .invalidArgument("This writer was already committed or discarded; make a new one.")
+            guard let descriptor = self.descriptor, !self.hasFailed else {
+                self.discard()
+                throw .invalidArgument("This writer was already committed or discarded, or a write failed.")
             }
             let digest = KeyDigest(key: self.key)
             let size = self.prefixLength + self.bodyLength

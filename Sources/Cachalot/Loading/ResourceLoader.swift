@@ -556,7 +556,8 @@ public final class ResourceLoader: Sendable {
     ///
     /// A body larger than ``Configuration/streamingThreshold`` goes to the writer that
     /// `makeWriter` makes (if it makes one) as it arrives, and comes back mapped from its file,
-    /// with the writer, for the caller to commit or discard.
+    /// with the writer, for the caller to commit or discard. If the disk tier fails (a full
+    /// disk), the body goes on in memory and the failure is counted: the answer stands.
     private func readBody(
         _ reply: HTTPTransportResponse,
         to request: HTTPRequest,
@@ -567,23 +568,39 @@ public final class ResourceLoader: Sendable {
         let threshold = self.configuration.streamingThreshold
         var body = Data()
         var writer: DiskCache.Writer?
+        var makeWriter = makeWriter
         var received = 0
+        /// The disk tier failed: the body goes on in memory, with what reached the file.
+        func keepInMemory(after error: CacheError) {
+            if let written = try? writer?.mappedBody() { body = Data(written) + body }
+            writer?.discard()
+            (writer, makeWriter) = (nil, nil)
+            self.counters.storageFailure()
+            self.logger.debug("Spooling a body failed; reading it into memory", metadata: ["error": "\(error)"])
+        }
         do {
-            if let makeWriter, let expected, expected > threshold {
-                writer = try makeWriter()
+            do throws(CacheError) {
+                if let makeWriter, let expected, expected > threshold { writer = try makeWriter() }
+            } catch {
+                keepInMemory(after: error)
             }
             if writer == nil, let expected, expected > 0 { body.reserveCapacity(min(expected, threshold)) }
             for try await piece in reply.body {
                 received += piece.count
-                if let writer {
-                    try writer.append(piece)
-                } else {
-                    body.append(piece)
-                    if let makeWriter, body.count > threshold, let spool = try makeWriter() {
-                        try spool.append(body)
-                        body = Data()
-                        writer = spool
+                do throws(CacheError) {
+                    if let writer {
+                        try writer.append(piece)
+                    } else {
+                        body.append(piece)
+                        if let makeWriter, body.count > threshold, let spool = try makeWriter() {
+                            writer = spool
+                            try spool.append(body)
+                            body = Data()
+                        }
                     }
+                } catch {
+                    keepInMemory(after: error)
+                    if body.count < received { body.append(piece) }
                 }
                 self.counters.received(piece.count)
                 run?.report(LoadProgress(received: received, expected: expected))
@@ -601,7 +618,7 @@ public final class ResourceLoader: Sendable {
             throw error
         } catch let error as CacheError {
             writer?.discard()
-            throw LoadError(.storage, "Writing the body to the disk tier failed: \(error)", underlying: error)
+            throw LoadError(.storage, "Mapping the body from the disk tier failed: \(error)", underlying: error)
         } catch {
             writer?.discard()
             try Task.checkCancellation()
