@@ -16,13 +16,14 @@ import HTTPTypes
 ///   another origin (scheme, host or port) loses `Authorization`, `Proxy-Authorization` and
 ///   `Cookie`: credentials go only where they were given.
 public enum Redirect {
-    /// The statuses that are followed.
-    public static let followedStatuses: Set<Int> = [301, 302, 303, 307, 308]
-
-    /// Whether `status` is a redirect that may be followed, if its `Location` allows.
+    /// Whether `status` is a redirect that is followed (301, 302, 303, 307 or 308), if its
+    /// `Location` allows.
     @inlinable
-    public static func isFollowed(_ status: HTTPResponse.Status) -> Bool {
-        status.code >= 301 && status.code <= 308 && status.code != 304 && status.code != 305 && status.code != 306
+    public static func isFollowed(_ status: Int) -> Bool {
+        switch status {
+        case 301, 302, 303, 307, 308: true
+        default: false
+        }
     }
 
     /// The request to send next, with its body, or `nil` if `response` is not a redirect this
@@ -32,7 +33,7 @@ public enum Redirect {
         to request: HTTPRequest,
         body: Data?
     ) -> (request: HTTPRequest, body: Data?)? {
-        guard Self.isFollowed(response.status) else { return nil }
+        guard Self.isFollowed(response.status.code) else { return nil }
         let locations = response.headerFields[values: .location]
         guard locations.count == 1, let base = request.url, let target = Self.target(locations[0], from: base)
         else { return nil }

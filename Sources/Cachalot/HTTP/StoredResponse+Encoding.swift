@@ -126,6 +126,13 @@ struct EncodedHead: Sendable {
         256 + self.range.count + 24 * self.fieldCount
     }
 
+    /// The status code, read without decoding the rest of the head.
+    var statusCode: Int {
+        self.data.withUnsafeBytes { bytes in
+            Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: self.range.lowerBound, as: UInt16.self)))
+        }
+    }
+
     func decode() -> HTTPResponse {
         self.data.withUnsafeBytes { bytes in
             var reader = Reader(UnsafeRawBufferPointer(rebasing: bytes[self.range]))

@@ -19,6 +19,8 @@ public struct StoredResponse: Sendable, Hashable {
         let facts: FreshnessFacts
         /// Roughly the memory the head takes once decoded.
         let headCost: Int
+        /// The head's status code, known without decoding the head.
+        let statusCode: Int
         private let head: Mutex<Head>
 
         /// The head, or, for a response read from metadata, its bytes until it is first read:
@@ -42,6 +44,7 @@ public struct StoredResponse: Sendable, Hashable {
             self.headCost = response.headerFields.reduce(256) {
                 $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32
             }
+            self.statusCode = response.status.code
             self.head = Mutex(.decoded(response))
         }
 
@@ -57,6 +60,7 @@ public struct StoredResponse: Sendable, Hashable {
             self.varyingFields = varyingFields
             self.facts = facts
             self.headCost = head.cost
+            self.statusCode = head.statusCode
             self.head = Mutex(.encoded(head))
         }
 
@@ -97,6 +101,8 @@ public struct StoredResponse: Sendable, Hashable {
     }
     /// What freshness depends on, read from the head once rather than on every use.
     var facts: FreshnessFacts { self.storage.facts }
+    /// The status code, known without decoding the head.
+    var statusCode: Int { self.storage.statusCode }
     /// Roughly the memory the head takes: 256 bytes, and each field's name and value with 32
     /// bytes more. Known without decoding the head.
     var headCost: Int { self.storage.headCost }

@@ -37,11 +37,11 @@ public struct Resource: Sendable {
         }
     }
 
-    /// The status, read without making the head.
-    var status: HTTPResponse.Status {
+    /// The status code, read without making the head (or decoding a stored one).
+    var statusCode: Int {
         switch self.head {
-        case .response(let response): response.status
-        case .stored(let stored, _): stored.response.status
+        case .response(let response): response.status.code
+        case .stored(let stored, _): stored.statusCode
         }
     }
 

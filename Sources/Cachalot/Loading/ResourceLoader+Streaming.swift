@@ -58,7 +58,8 @@ extension ResourceLoader {
         var redirects: [URL] = []
         while true {
             var answer = try await self.streamOne(request, body: body, policy: policy, priority: priority)
-            guard redirects.count < self.configuration.maximumRedirects, Redirect.isFollowed(answer.response.status),
+            guard redirects.count < self.configuration.maximumRedirects,
+                Redirect.isFollowed(answer.response.status.code),
                 let next = Redirect.request(following: answer.response, to: request, body: body),
                 let url = next.request.url
             else {

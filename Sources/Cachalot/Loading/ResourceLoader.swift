@@ -131,7 +131,7 @@ public final class ResourceLoader: Sendable {
     ) async throws -> Resource {
         // A hit is answered here, without the suspension point of a further async call.
         let step = try self.step(for: request, policy: policy)
-        if case .answer(let resource) = step, !Redirect.isFollowed(resource.status) { return resource }
+        if case .answer(let resource) = step, !Redirect.isFollowed(resource.statusCode) { return resource }
         return try await self.complete(step, request, body: body, policy: policy, priority: priority) {
             step,
             request,
@@ -149,7 +149,7 @@ public final class ResourceLoader: Sendable {
         onWaiting: @escaping @Sendable (_ run: String, _ caller: Int) -> Void
     ) async throws -> Resource {
         let step = try self.step(for: request, policy: policy)
-        if case .answer(let resource) = step, !Redirect.isFollowed(resource.status) { return resource }
+        if case .answer(let resource) = step, !Redirect.isFollowed(resource.statusCode) { return resource }
         return try await self.complete(step, request, body: nil, policy: policy, priority: priority) {
             step,
             request,
@@ -173,7 +173,7 @@ public final class ResourceLoader: Sendable {
         var (request, body) = (request, body)
         var redirects: [URL] = []
         while redirects.count < self.configuration.maximumRedirects,
-            Redirect.isFollowed(resource.status),
+            Redirect.isFollowed(resource.statusCode),
             let next = Redirect.request(following: resource.response, to: request, body: body),
             let url = next.request.url
         {
