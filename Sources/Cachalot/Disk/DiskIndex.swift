@@ -36,6 +36,11 @@ struct DiskIndex {
     mutating func apply(_ record: JournalRecord) {
         switch record {
         case .set(let digest, let key, let size, let created, let accessed):
+            // Records are read from disk, where anything can be written: a size that is
+            // negative, or that the total cannot hold, is one no cache wrote. Such a record is
+            // ignored; a file it names is then unknown, and the sweep removes it.
+            let previous = self.positions[digest].map { self.entries[Int($0)].size } ?? 0
+            guard size >= 0, !(self.totalSize - previous).addingReportingOverflow(size).overflow else { return }
             self.remove(digest)
             let position = Int32(self.entries.count)
             self.entries.append(Entry(digest: digest, key: key, size: size, created: created, accessed: accessed))

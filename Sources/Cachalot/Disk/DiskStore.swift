@@ -285,7 +285,9 @@ struct DiskStore: Sendable {
 
     func isExpired(created: Int64, now: Int64) -> Bool {
         guard let maximumAge = self.configuration.maximumAge else { return false }
-        return now - created >= Ticks.nanoseconds(maximumAge)
+        // `created` comes from disk: a date so far back that the difference overflows is old.
+        let (age, overflow) = now.subtractingReportingOverflow(created)
+        return overflow ? created < now : age >= Ticks.nanoseconds(maximumAge)
     }
 
     func nanoseconds(_ date: Date) -> Int64 {
