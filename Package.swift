@@ -29,11 +29,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
-        .target(name: "CCachalotChecksum"),
+        .target(name: "CCachalotCore"),
         .target(
             name: "Cachalot",
             dependencies: [
-                "CCachalotChecksum",
+                "CCachalotCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,8 +1,8 @@
-import CCachalotChecksum
+import CCachalotCore
 import Foundation
 
 /// The checksum of an entry's body, which a get verifies before it answers: CRC-32C over three
-/// interleaved lanes (see `BodyChecksum.h` in the `CCachalotChecksum` target), so that the
+/// interleaved lanes (see `BodyChecksum.h` in the `CCachalotCore` target), so that the
 /// processor's CRC-32C instruction runs three chains at once.
 ///
 /// Chosen by measurement on the machines the cache is built on (x86-64, 32 KiB, one core): this

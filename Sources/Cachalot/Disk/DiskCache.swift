@@ -229,10 +229,12 @@ public final class DiskCache: DataCaching {
     public func removeAll() throws(CacheError) {
         try self.transaction { state throws(CacheError) in
             try self.store.remove(state.index.entries.map(\.digest), &state)
-            let entries = self.store.root + "/entries"
-            for directory in try FileIO.names(in: entries) {
-                for name in try FileIO.names(in: "\(entries)/\(directory)") {
-                    try FileIO.removeFile("\(entries)/\(directory)/\(name)")
+            // Files the journal does not know, in the subdirectories only: a link in a
+            // subdirectory's place is removed itself, never followed.
+            try self.store.forEachSubdirectory { subdirectory, directory throws(CacheError) in
+                let path = "\(self.store.entries)/\(KeyDigest.hexadecimal(subdirectory))"
+                for name in try FileIO.names(in: directory, path: path) {
+                    try FileIO.removeFile(named: name, in: directory, path: "\(path)/\(name)")
                 }
             }
             try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
@@ -354,10 +356,15 @@ public final class DiskCache: DataCaching {
     func removeIfInvalid(_ digest: KeyDigest) throws(CacheError) {
         try self.transaction { state throws(CacheError) in
             // The whole file, body included: a damaged body leaves the header's checksum whole.
-            if case .valid(let contents) = try EntryFile.read(self.store.path(of: digest)),
-                KeyDigest(key: contents.key) == digest
-            {
-                return  // replaced by a whole entry in the meantime
+            if let descriptor = try self.store.openEntry(digest) {
+                defer { FileIO.closeDescriptor(descriptor) }
+                if case .valid(let contents) = try EntryFile.read(
+                    descriptor,
+                    path: self.store.path(of: digest),
+                    expectedKey: nil
+                ), KeyDigest(key: contents.key) == digest {
+                    return  // replaced by a whole entry in the meantime
+                }
             }
             try self.store.remove([digest], &state)
         }

@@ -8,30 +8,35 @@ extension DiskStore {
     /// the journal does not know (left by a lost journal, or put there by something other than
     /// the cache) and record as removed the entries whose files are gone. The last step removes
     /// whatever else is in `entries/`. A stray that cannot be removed (a directory that is not
-    /// empty) stays, and is not counted.
+    /// empty) stays, and is not counted. Every removal is relative to a directory's descriptor,
+    /// opened without following links: a symbolic link is removed, never what it points to.
     func sweep(step: Int, _ state: inout State) throws(CacheError) -> Int {
+        let entries = try self.entriesDescriptor()
         guard step < 256 else {
             var removed = 0
-            for name in try FileIO.names(in: self.entries) where !Self.isSubdirectoryName(name) {
-                if Self.removeStray("\(self.entries)/\(name)") { removed += 1 }
+            for name in try FileIO.names(in: entries, path: self.entries)
+            where KeyDigest.subdirectoryNumber(name) == nil {
+                if Self.removeStray(name, in: entries, path: "\(self.entries)/\(name)") { removed += 1 }
             }
             return removed
         }
         let subdirectory = UInt8(step)
-        let directory = "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))"
+        let name = KeyDigest.hexadecimal(subdirectory)
+        let path = "\(self.entries)/\(name)"
         var removed = 0
         var present = Set<KeyDigest>()
-        if try FileIO.isDirectory(directory) {
-            for name in try FileIO.names(in: directory) {
-                if let digest = KeyDigest(hexadecimal: Substring(name)), digest.subdirectory == subdirectory,
+        if let directory = try self.openSubdirectory(subdirectory) {
+            defer { FileIO.closeDescriptor(directory) }
+            for file in try FileIO.names(in: directory, path: path) {
+                if let digest = KeyDigest(hexadecimal: Substring(file)), digest.subdirectory == subdirectory,
                     state.index.entry(for: digest) != nil
                 {
                     present.insert(digest)
-                } else if Self.removeStray("\(directory)/\(name)") {
+                } else if Self.removeStray(file, in: directory, path: "\(path)/\(file)") {
                     removed += 1
                 }
             }
-        } else if Self.removeStray(directory) {
+        } else if Self.removeStray(name, in: entries, path: path) {
             // A file or a symbolic link where the subdirectory belongs.
             removed += 1
         }
@@ -41,13 +46,8 @@ extension DiskStore {
         return removed + missing.count
     }
 
-    /// Whether `name` is two lowercase hexadecimal digits, as the subdirectories of `entries/` are.
-    private static func isSubdirectoryName(_ name: String) -> Bool {
-        name.utf8.count == 2 && name.utf8.allSatisfy { KeyDigest.isDigit($0) }
-    }
-
     /// Removes a stray file, symbolic link or empty directory; returns whether it did.
-    private static func removeStray(_ path: String) -> Bool {
-        (try? FileIO.removeFile(path)) == true
+    private static func removeStray(_ name: String, in directory: Int32, path: String) -> Bool {
+        (try? FileIO.removeFile(named: name, in: directory, path: path)) == true
     }
 }

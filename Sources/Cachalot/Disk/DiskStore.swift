@@ -119,12 +119,11 @@ struct DiskStore: Sendable {
         var records: [JournalRecord] = []
         let now = self.nanoseconds(self.now())
         for digest in digests {
-            let path = self.path(of: digest)
-            switch try EntryFile.readPrefix(path) {
+            switch try self.readEntryPrefix(digest) {
             case .valid(let contents) where KeyDigest(key: contents.key) == digest:
                 records.append(.set(digest, contents, accessed: state.index.entry(for: digest)?.accessed ?? now))
             case .valid, .invalid:
-                try FileIO.removeFile(path)
+                try self.removeEntryFile(digest)
                 records.append(.remove(digest))
             case .missing:
                 records.append(.remove(digest))
@@ -147,7 +146,7 @@ struct DiskStore: Sendable {
         guard !digests.isEmpty else { return }
         try self.append([.intent(digests)], to: &state)
         for digest in digests {
-            try FileIO.removeFile(self.path(of: digest))
+            try self.removeEntryFile(digest)
         }
         try self.append(digests.map { .remove($0) } + [.commit], to: &state)
         if self.configuration.isDurable {
@@ -200,6 +199,53 @@ struct DiskStore: Sendable {
         }
     }
 
+    /// Reads the header, key and metadata of the file of `digest`, opened as ``openEntry(_:)``
+    /// opens it.
+    func readEntryPrefix(_ digest: KeyDigest) throws(CacheError) -> EntryFile.Reading {
+        guard let descriptor = try self.openEntry(digest) else { return .missing }
+        defer { FileIO.closeDescriptor(descriptor) }
+        return try EntryFile.readPrefix(descriptor, path: self.path(of: digest))
+    }
+
+    /// Opens the subdirectory of `entries/` whose number is `subdirectory`, following no
+    /// symbolic link; `nil` if there is none, or something else is in its place.
+    func openSubdirectory(_ subdirectory: UInt8) throws(CacheError) -> Int32? {
+        let name = KeyDigest.hexadecimal(subdirectory)
+        return try FileIO.openDirectory(name, in: self.entriesDescriptor(), path: "\(self.entries)/\(name)")
+    }
+
+    /// The descriptor of `entries/`, opened again if the directory was deleted and made again.
+    func entriesDescriptor() throws(CacheError) -> Int32 {
+        _ = try self.entriesDirectory.refreshIfReplaced(self.entries)
+        let descriptor = self.entriesDirectory.descriptor
+        guard descriptor >= 0 else { throw FileIO.error("open", self.entries, ENOENT) }
+        return descriptor
+    }
+
+    /// Removes the file of `digest`, relative to its subdirectory's descriptor, so that a
+    /// symbolic link in the way is never followed.
+    func removeEntryFile(_ digest: KeyDigest) throws(CacheError) {
+        guard let directory = try self.openSubdirectory(digest.subdirectory) else { return }
+        defer { FileIO.closeDescriptor(directory) }
+        try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest))
+    }
+
+    /// Calls `body` with the number and open descriptor of each subdirectory of `entries/`
+    /// that is a directory itself; a symbolic link or a file in a subdirectory's place is
+    /// removed (the link, never what it points to).
+    func forEachSubdirectory(_ body: (UInt8, Int32) throws(CacheError) -> Void) throws(CacheError) {
+        let entries = try self.entriesDescriptor()
+        for name in try FileIO.names(in: entries, path: self.entries) {
+            guard let subdirectory = KeyDigest.subdirectoryNumber(name) else { continue }
+            guard let directory = try self.openSubdirectory(subdirectory) else {
+                _ = try? FileIO.removeFile(named: name, in: entries, path: "\(self.entries)/\(name)")
+                continue
+            }
+            defer { FileIO.closeDescriptor(directory) }
+            try body(subdirectory, directory)
+        }
+    }
+
     static func makeDirectories(_ root: String) throws(CacheError) {
         try FileIO.makeDirectory(root)
         try FileIO.makeDirectory(root + "/tmp")
@@ -235,50 +281,70 @@ struct DiskStore: Sendable {
         return path
     }
 
+    /// Renames the complete `temporary` file into place as the file of `digest`, relative to
+    /// its subdirectory's descriptor. A subdirectory that is missing is made; a symbolic link or
+    /// a file in its place is removed first, so that no entry is ever written through a link.
     func moveIntoPlace(_ temporary: String, _ digest: KeyDigest) throws(CacheError) {
-        let destination = self.path(of: digest)
-        do {
-            try FileIO.move(temporary, to: destination)
-        } catch  where error.errno == ENOENT {
-            try FileIO.makeDirectory((destination as NSString).deletingLastPathComponent)
-            try FileIO.move(temporary, to: destination)
+        let name = KeyDigest.hexadecimal(digest.subdirectory)
+        var directory = try self.openSubdirectory(digest.subdirectory)
+        if directory == nil {
+            let entries = try self.entriesDescriptor()
+            _ = try? FileIO.removeFile(named: name, in: entries, path: "\(self.entries)/\(name)")
+            if mkdirat(entries, name, 0o700) != 0 && errno != EEXIST {
+                throw FileIO.error("create directory", "\(self.entries)/\(name)", errno)
+            }
+            directory = try self.openSubdirectory(digest.subdirectory)
+        }
+        guard let directory else { throw FileIO.error("open", "\(self.entries)/\(name)", ENOTDIR) }
+        defer { FileIO.closeDescriptor(directory) }
+        guard renameat(AT_FDCWD, temporary, directory, digest.hexadecimal) == 0 else {
+            throw FileIO.error("rename", self.path(of: digest), errno)
         }
         if self.configuration.isDurable {
-            try FileIO.synchronizeDirectory((destination as NSString).deletingLastPathComponent)
+            try FileIO.synchronize(directory, path: "\(self.entries)/\(name)")
         }
     }
 
     /// Removes temporary files left by writers that are gone: this process's earlier lives and
     /// processes that no longer run. Files of live processes are theirs to finish.
     func removeLeftoverTemporaryFiles() throws(CacheError) {
-        let directory = self.root + "/tmp"
-        for name in try FileIO.names(in: directory) {
+        let path = self.root + "/tmp"
+        let directory = try FileIO.openDirectory(atPath: path)
+        defer { FileIO.closeDescriptor(directory) }
+        for name in try FileIO.names(in: directory, path: path) {
             let owner = name.split(separator: "-").first.flatMap { Int32($0) }
             if let owner, owner != getpid(), kill(owner, 0) == 0 || errno == EPERM { continue }
             if owner == getpid() { continue }
-            try FileIO.removeFile("\(directory)/\(name)")
+            try FileIO.removeFile(named: name, in: directory, path: "\(path)/\(name)")
         }
     }
 
     /// Rebuilds the journal from the entry files, for a directory whose journal was lost. The
     /// only directory scan the cache ever makes.
     func rebuildFromFiles(_ state: inout State) throws(CacheError) {
-        let entries = self.entries
         var records: [JournalRecord] = []
-        for directory in try FileIO.names(in: entries) {
-            for name in try FileIO.names(in: "\(entries)/\(directory)") {
-                let path = "\(entries)/\(directory)/\(name)"
-                guard let digest = KeyDigest(hexadecimal: Substring(name)),
-                    case .valid(let contents) = try EntryFile.readPrefix(path),
+        try self.forEachSubdirectory { subdirectory, directory throws(CacheError) in
+            let directoryPath = "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))"
+            for name in try FileIO.names(in: directory, path: directoryPath) {
+                let path = "\(directoryPath)/\(name)"
+                guard let digest = KeyDigest(hexadecimal: Substring(name)), digest.subdirectory == subdirectory,
+                    case .valid(let contents) = try Self.readPrefix(name, in: directory, path: path),
                     KeyDigest(key: contents.key) == digest
                 else {
-                    try FileIO.removeFile(path)
+                    try FileIO.removeFile(named: name, in: directory, path: path)
                     continue
                 }
                 records.append(.set(digest, contents, accessed: contents.created))
             }
         }
         try self.append(records, to: &state)
+    }
+
+    /// Reads the prefix of the entry file `name` in the open `directory`, not following a link.
+    static func readPrefix(_ name: String, in directory: Int32, path: String) throws(CacheError) -> EntryFile.Reading {
+        guard let descriptor = try FileIO.openForReading(name, in: directory, path: path) else { return .missing }
+        defer { FileIO.closeDescriptor(descriptor) }
+        return try EntryFile.readPrefix(descriptor, path: path)
     }
 
     // MARK: - Dates

@@ -198,21 +198,6 @@ enum EntryFile {
         )
     }
 
-    /// Reads the whole entry at `path`, verifying its body.
-    static func read(_ path: String) throws(CacheError) -> Reading {
-        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
-        defer { FileIO.closeDescriptor(descriptor) }
-        return try Self.read(descriptor, path: path, expectedKey: nil)
-    }
-
-    /// Reads only the header, key and metadata of the entry at `path`, checking that the file's
-    /// size matches them; the body is not read.
-    static func readPrefix(_ path: String) throws(CacheError) -> Reading {
-        guard let descriptor = try FileIO.openForReading(path) else { return .missing }
-        defer { FileIO.closeDescriptor(descriptor) }
-        return try Self.readPrefix(descriptor, path: path)
-    }
-
     /// Reads the header, key and metadata of the open entry file; the body starts at
     /// `fileSize - body length`, where the contents' `body` is empty.
     static func readPrefix(_ descriptor: Int32, path: String) throws(CacheError) -> Reading {

@@ -1,3 +1,4 @@
+import CCachalotCore
 import Foundation
 
 #if canImport(Glibc)
@@ -15,24 +16,78 @@ import Darwin
 /// latter fsyncs on every write, and listing a directory with `FileManager` costs about 40 µs
 /// an entry (see FACTS.md in the project's shared notes).
 enum FileIO {
-    /// Opens `path` for reading without following a symbolic link; `nil` if there is no file.
-    static func openForReading(_ path: String) throws(CacheError) -> Int32? {
-        try Self.openForReading(path, in: AT_FDCWD, path: path)
-    }
-
-    /// Opens `relativePath` in the open `directory` for reading without following a symbolic
-    /// link; `nil` if there is no file. `path` names the file in errors.
+    /// Opens `relativePath` in the open `directory` for reading, following no symbolic link in
+    /// any of its components and never leaving `directory`; `nil` if there is no such file (or
+    /// a link is on the way). `path` names the file in errors.
     static func openForReading(
         _ relativePath: UnsafePointer<CChar>,
         in directory: Int32,
         path: @autoclosure () -> String
     ) throws(CacheError) -> Int32? {
-        let descriptor = openat(directory, relativePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = cachalot_open_beneath(directory, relativePath, O_RDONLY | O_CLOEXEC, 0)
         if descriptor >= 0 { return descriptor }
         let error = errno
-        // ELOOP: the name is a symbolic link, which the cache never follows.
-        if error == ENOENT || error == ENOTDIR || error == ELOOP { return nil }
+        // ELOOP: a symbolic link on the way, which the cache never follows; EXDEV: out of the
+        // directory.
+        if error == ENOENT || error == ENOTDIR || error == ELOOP || error == EXDEV { return nil }
         throw Self.error("open", path(), error)
+    }
+
+    /// Opens the directory `relativePath` in the open `directory` as `openForReading` opens a
+    /// file; `nil` if there is none, or a symbolic link or a file is in its place.
+    static func openDirectory(
+        _ relativePath: String,
+        in directory: Int32,
+        path: @autoclosure () -> String
+    ) throws(CacheError) -> Int32? {
+        let descriptor = cachalot_open_beneath(directory, relativePath, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+        if descriptor >= 0 { return descriptor }
+        let error = errno
+        if error == ENOENT || error == ENOTDIR || error == ELOOP || error == EXDEV { return nil }
+        throw Self.error("open", path(), error)
+    }
+
+    /// Opens the directory at `path`, which must not be a symbolic link.
+    static func openDirectory(atPath path: String) throws(CacheError) -> Int32 {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Self.error("open", path, errno) }
+        return descriptor
+    }
+
+    /// The names in the open `directory`, without "." and "..".
+    static func names(in directory: Int32, path: @autoclosure () -> String) throws(CacheError) -> [String] {
+        let copy = dup(directory)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            let error = errno
+            if copy >= 0 { _ = close(copy) }
+            throw Self.error("list", path(), error)
+        }
+        defer { closedir(stream) }
+        // A descriptor shares its position with its duplicate: list from the start.
+        rewinddir(stream)
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes `name` in the open `directory`: a file, a symbolic link (never what it points
+    /// to) or an empty directory. A missing name is not an error. Returns whether it removed
+    /// something.
+    @discardableResult
+    static func removeFile(
+        named name: String,
+        in directory: Int32,
+        path: @autoclosure () -> String
+    ) throws(CacheError) -> Bool {
+        if unlinkat(directory, name, 0) == 0 { return true }
+        if errno == ENOENT { return false }
+        if errno == EISDIR || errno == EPERM, unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
+        throw Self.error("remove", path(), errno)
     }
 
     /// The size of the open file, and whether it is a regular file.
@@ -268,23 +323,6 @@ enum FileIO {
             throw Self.error("stat", path, errno)
         }
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino
-    }
-
-    /// The names in `directory`, without "." and "..", or none if it does not exist.
-    static func names(in directory: String) throws(CacheError) -> [String] {
-        guard let stream = opendir(directory) else {
-            if errno == ENOENT { return [] }
-            throw Self.error("list", directory, errno)
-        }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 
     /// Takes an exclusive advisory lock on the open file, waiting for other holders; the lock

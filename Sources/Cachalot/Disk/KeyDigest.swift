@@ -90,6 +90,14 @@ struct KeyDigest: Hashable, Sendable {
         String(decoding: [Self.digit(byte &>> 4), Self.digit(byte & 0x0F)], as: UTF8.self)
     }
 
+    /// The number of the subdirectory of `entries/` that `name` spells (two lowercase
+    /// hexadecimal digits), or `nil` if it spells none.
+    static func subdirectoryNumber(_ name: String) -> UInt8? {
+        let digits = Array(name.utf8)
+        guard digits.count == 2, let high = Self.nibble(digits[0]), let low = Self.nibble(digits[1]) else { return nil }
+        return high << 4 | low
+    }
+
     /// Whether `character` is a lowercase hexadecimal digit.
     static func isDigit(_ character: UInt8) -> Bool {
         Self.nibble(character) != nil

@@ -1,4 +1,4 @@
-import CCachalotChecksum
+import CCachalotCore
 import CachalotTesting
 import Foundation
 import Testing
