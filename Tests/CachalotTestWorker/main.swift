@@ -11,7 +11,8 @@ import Foundation
 //       Sets, gets and removes random keys, checking every read; exits 1 on a wrong read.
 //   CachalotTestWorker verify <directory> <size limit>
 //       Opens the cache and checks that every entry it lists reads back whole, that its total
-//       size and count match the files, and that the total is within the limit; exits 1 if not.
+//       size (in whole allocation units) and count match the files, and that the total is within
+//       the limit; exits 1 if not.
 //
 // Every body is derived from its key and a version kept in the metadata, so that any process
 // can check any entry it reads.
@@ -110,13 +111,18 @@ do {
         }
         var fileSizes = 0
         var fileCount = 0
+        var fileSystem = statvfs()
+        guard statvfs(directory.path, &fileSystem) == 0 else { fatalError("statvfs \(directory.path) failed") }
+        let unit = Int(fileSystem.f_frsize)
         let files = FileManager.default.enumerator(atPath: directory.appendingPathComponent("entries").path)
         while let name = files?.nextObject() as? String {
             let attributes = try FileManager.default.attributesOfItem(
                 atPath: directory.appendingPathComponent("entries").appendingPathComponent(name).path
             )
             if attributes[.type] as? FileAttributeType == .typeRegular {
-                fileSizes += (attributes[.size] as? Int) ?? 0
+                // The limit counts each file in whole allocation units of the file system.
+                let size = (attributes[.size] as? Int) ?? 0
+                fileSizes += (size + unit - 1) / unit * unit
                 fileCount += 1
             }
         }

@@ -1,8 +1,10 @@
 extension DiskCache {
     /// The limits and behaviour of a ``DiskCache``.
     public struct Configuration: Sendable {
-        /// The most bytes the cache's entry files take together (headers, keys and metadata
-        /// included). When a call returns, the total is at most this. Default: 256 MiB.
+        /// The most space the cache's entry files take together on disk (headers, keys and
+        /// metadata included, each file counted in whole allocation units of the file system,
+        /// 4 KiB on ext4). When a call returns, the total is at most this. The journal and the
+        /// directories come on top. Default: 256 MiB.
         public var sizeLimit: Int
 
         /// The most entries the cache holds, or `nil` for no limit besides size. Default: `nil`.

@@ -91,7 +91,7 @@ extension DiskCache {
             }
             let digest = KeyDigest(key: self.key)
             let size = self.prefixLength + self.bodyLength
-            guard size <= self.cache.configuration.sizeLimit else {
+            guard self.cache.fitsInLimit(size) else {
                 self.discard()
                 try self.cache.removeValue(forKey: self.key)
                 return
@@ -235,13 +235,13 @@ extension DiskCache {
         }
         guard case .valid(let contents) = reading, contents.key == key else {
             FileIO.closeDescriptor(descriptor)
-            try self.removeIfInvalid(digest)
+            try? self.removeIfInvalid(digest)
             return nil
         }
         let now = self.store.nanoseconds(self.store.now())
         if self.store.isExpired(created: contents.created, now: now) {
             FileIO.closeDescriptor(descriptor)
-            try self.remove([digest])
+            try? self.remove([digest])
             return nil
         }
         let bodyLength = contents.fileSize - EntryFile.headerSize - contents.key.utf8.count - contents.metadata.count

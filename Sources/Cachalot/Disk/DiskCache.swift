@@ -31,7 +31,12 @@ import Darwin
 /// fixed by a sweep that the first changes after opening make a step at a time; see ``sweep()``.
 ///
 /// **Limits.** A set evicts least recently used entries until the total size and count are
-/// within the limits before it returns; opening a cache applies the limits too.
+/// within the limits before it returns; opening a cache applies the limits too. Sizes count the
+/// space files take on disk, in whole allocation units.
+///
+/// **Trust.** A directory of the cache that another user owns, or that others may write, is
+/// refused when the cache opens; see <doc:DiskTier>. A cache that this user may not write (a
+/// read-only file system) opens read-only: gets work, changes throw.
 ///
 /// **Processes.** Changes are made under an exclusive `flock` on the directory's lock file,
 /// after reading what other processes appended to the journal. Before a writer renames or
@@ -48,7 +53,8 @@ public final class DiskCache: DataCaching {
     public struct EntryInfo: Hashable, Sendable {
         /// The key it was stored under.
         public var key: String
-        /// The size of its file in bytes: body, metadata, key and header.
+        /// The space its file takes (body, metadata, key and header): its length rounded up to
+        /// whole allocation units of the file system, as the size limit counts it.
         public var size: Int
         /// When it was stored.
         public var created: Date
@@ -62,6 +68,8 @@ public final class DiskCache: DataCaching {
     public let configuration: Configuration
 
     let store: DiskStore
+    /// The file system's allocation unit: an entry counts its file's length in whole units.
+    let allocationUnit: Int
     private let state: Mutex<DiskStore.State>
     /// The latest access to each entry that gets noted, written to the journal by the next
     /// change, in order of time.
@@ -83,7 +91,9 @@ public final class DiskCache: DataCaching {
         self.directory = directory
         self.configuration = configuration
         self.store = DiskStore(root: directory.standardizedFileURL.path, configuration: configuration, now: now)
-        self.state = Mutex(try self.store.open())
+        let state = try self.store.open()
+        self.allocationUnit = state.index.allocationUnit
+        self.state = Mutex(state)
     }
 
     deinit {
@@ -118,12 +128,13 @@ public final class DiskCache: DataCaching {
         case .missing:
             return nil
         case .invalid:
-            try self.removeIfInvalid(digest)
+            // Not an entry either way; a cache that cannot remove it (read-only) still answers.
+            try? self.removeIfInvalid(digest)
             return nil
         case .valid(let contents):
             let nanoseconds = self.store.nanoseconds(self.store.now())
             if self.store.isExpired(created: contents.created, now: nanoseconds) {
-                try self.remove([digest])
+                try? self.remove([digest])
                 return nil
             }
             try self.noteAccess(digest, at: nanoseconds)
@@ -187,12 +198,19 @@ public final class DiskCache: DataCaching {
             created: created
         )
         let size = prefix.count + data.count
-        guard size <= self.configuration.sizeLimit else {
+        guard self.fitsInLimit(size) else {
             try self.remove([digest])
             return
         }
         let temporary = try self.store.writeTemporaryFile(prefix, data)
         try self.commit(temporary, digest: digest, key: key, size: size, created: created)
+    }
+
+    /// Whether a file of `length` bytes, counted in whole allocation units, fits in the size
+    /// limit at all.
+    func fitsInLimit(_ length: Int) -> Bool {
+        guard let space = DiskIndex.space(of: length, unit: self.allocationUnit) else { return false }
+        return space <= self.configuration.sizeLimit
     }
 
     /// Renames a complete temporary file into place as the entry for `key`, records it, and
@@ -215,30 +233,57 @@ public final class DiskCache: DataCaching {
     }
 
     /// Removes the entry for `key`; returns whether there was one.
+    ///
+    /// - Throws: ``CacheError`` if the directory cannot be changed, or if the entry's file is
+    ///   one this user may not remove (another user, such as root, left it): the cache forgets
+    ///   it all the same, and the error names it.
     @discardableResult
     public func removeValue(forKey key: String) throws(CacheError) -> Bool {
         let digest = KeyDigest(key: key)
         return try self.transaction { state throws(CacheError) in
             let existed = state.index.entry(for: digest) != nil
-            try self.store.remove([digest], &state)
+            try Self.report(kept: try self.store.remove([digest], &state))
             return existed
         }
     }
 
     /// Removes every entry, and any stray file in the entries directory.
+    ///
+    /// - Throws: ``CacheError`` if the directory cannot be changed. Files this user may not
+    ///   remove (another user, such as root, left them) are skipped: the rest is removed, and
+    ///   then the error names them.
     public func removeAll() throws(CacheError) {
         try self.transaction { state throws(CacheError) in
-            try self.store.remove(state.index.entries.map(\.digest), &state)
+            var kept = try self.store.remove(state.index.entries.map(\.digest), &state)
             // Files the journal does not know, in the subdirectories only: a link in a
             // subdirectory's place is removed itself, never followed.
-            try self.store.forEachSubdirectory { subdirectory, directory throws(CacheError) in
+            kept += try self.store.forEachSubdirectory { subdirectory, directory throws(CacheError) in
                 let path = "\(self.store.entries)/\(KeyDigest.hexadecimal(subdirectory))"
                 for name in try FileIO.names(in: directory, path: path) {
-                    try FileIO.removeFile(named: name, in: directory, path: "\(path)/\(name)")
+                    do throws(CacheError) {
+                        try FileIO.removeFile(named: name, in: directory, path: "\(path)/\(name)")
+                    } catch  where error.errno == EACCES || error.errno == EPERM {
+                        kept.append("\(path)/\(name)")
+                    }
                 }
             }
             try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
+            try Self.report(kept: kept)
         }
+    }
+
+    /// Throws an error that names the files in `kept`, which this user could not remove.
+    private static func report(kept: [String]) throws(CacheError) {
+        guard let first = kept.first else { return }
+        let (more, them) = kept.count > 1 ? (" and \(kept.count - 1) more", "them") : ("", "it")
+        throw CacheError(
+            .fileSystem,
+            "Could not remove \(first)\(more): permission denied. Another user (perhaps root) left \(them) in "
+                + "the cache, which no longer counts \(them); the rest was done. Remove \(them) as that user "
+                + "(for example with sudo rm -r).",
+            path: first,
+            errno: EACCES
+        )
     }
 
     /// Removes the entries stored before `date`; returns how many.
@@ -261,7 +306,7 @@ public final class DiskCache: DataCaching {
         guard size >= 0 else { throw .invalidArgument("The size to trim to must not be negative (got \(size)).") }
         return try self.transaction { state throws(CacheError) in
             let victims = state.index.victims(toFitSize: size, count: .max)
-            try self.store.remove(victims, &state)
+            try Self.report(kept: try self.store.remove(victims, &state))
             return victims.count
         }
     }
@@ -307,14 +352,21 @@ public final class DiskCache: DataCaching {
             try self.store.lock(&state)
             defer { FileIO.unlock(state.lockDescriptor) }
             try self.store.catchUp(&state)
-            try self.store.append(accesses, to: &state)
+            // Uses only order eviction: on a full disk or a read-only cache they are dropped,
+            // so that the change (perhaps one that frees space) can still be made.
+            if state.journal.isWritable {
+                do throws(CacheError) {
+                    try self.store.append(accesses, to: &state)
+                } catch  where error.code == .outOfSpace {}
+            }
             let result = try body(&state)
-            if state.sweepStep < DiskStore.sweepSteps {
+            if state.sweepStep < DiskStore.sweepSteps, state.journal.isWritable {
                 // A failed step is retried by the next explicit sweep; the change itself was made.
                 _ = try? self.store.sweep(step: state.sweepStep, &state)
                 state.sweepStep += 1
             }
-            try self.store.compactIfLarge(&state)
+            // The change was made: a compaction that fails (a full disk) is tried again later.
+            try? self.store.compactIfLarge(&state)
             return result
         }
     }
@@ -341,13 +393,13 @@ public final class DiskCache: DataCaching {
     }
 
     func remove(_ digests: [KeyDigest]) throws(CacheError) {
-        try self.transaction { state throws(CacheError) in try self.store.remove(digests, &state) }
+        _ = try self.transaction { state throws(CacheError) in try self.store.remove(digests, &state) }
     }
 
     private func removeEntries(where isMatch: @escaping (DiskIndex.Entry) -> Bool) throws(CacheError) -> Int {
         try self.transaction { state throws(CacheError) in
             let digests = state.index.digests(where: isMatch)
-            try self.store.remove(digests, &state)
+            try Self.report(kept: try self.store.remove(digests, &state))
             return digests.count
         }
     }

@@ -1,5 +1,9 @@
-/// What the journal says the disk cache holds: each entry's key, file size and dates, in order
-/// of use, with the total size.
+/// What the journal says the disk cache holds: each entry's key, size and dates, in order of
+/// use, with the total size.
+///
+/// An entry's size is the space its file takes: the file's length rounded up to whole
+/// allocation units of the file system (4 KiB on ext4 and tmpfs), so that a limit bounds what
+/// the disk gives up even for tiny entries. The journal records file lengths; the index rounds.
 ///
 /// Every process builds the same index by replaying the same journal. Entries are linked from
 /// the least to the most recently used, so eviction takes from one end in constant time; the
@@ -26,6 +30,13 @@ struct DiskIndex {
     private var countsBySubdirectory = [Int](repeating: 0, count: 256)
     /// The digests of an intent not yet followed by a commit.
     private(set) var openIntent: [KeyDigest]?
+    /// The file system's allocation unit in bytes: sizes are counted in whole units.
+    let allocationUnit: Int
+
+    /// An empty index that counts sizes in whole `allocationUnit`s (values below 1 count bytes).
+    init(allocationUnit: Int) {
+        self.allocationUnit = max(1, allocationUnit)
+    }
 
     var count: Int { self.entries.count }
 
@@ -35,12 +46,14 @@ struct DiskIndex {
 
     mutating func apply(_ record: JournalRecord) {
         switch record {
-        case .set(let digest, let key, let size, let created, let accessed):
+        case .set(let digest, let key, let length, let created, let accessed):
             // Records are read from disk, where anything can be written: a size that is
             // negative, or that the total cannot hold, is one no cache wrote. Such a record is
             // ignored; a file it names is then unknown, and the sweep removes it.
             let previous = self.positions[digest].map { self.entries[Int($0)].size } ?? 0
-            guard size >= 0, !(self.totalSize - previous).addingReportingOverflow(size).overflow else { return }
+            guard let size = Self.space(of: length, unit: self.allocationUnit),
+                !(self.totalSize - previous).addingReportingOverflow(size).overflow
+            else { return }
             self.remove(digest)
             let position = Int32(self.entries.count)
             self.entries.append(Entry(digest: digest, key: key, size: size, created: created, accessed: accessed))
@@ -76,6 +89,16 @@ struct DiskIndex {
             position = entry.newer
         }
         return victims
+    }
+
+    /// The space a file of `length` bytes takes in whole `unit`s, or `nil` for a negative
+    /// length or one too large to round.
+    static func space(of length: Int, unit: Int) -> Int? {
+        guard length >= 0 else { return nil }
+        let (units, overflow) = (length / unit).addingReportingOverflow(length % unit == 0 ? 0 : 1)
+        guard !overflow else { return nil }
+        let (space, tooLarge) = units.multipliedReportingOverflow(by: unit)
+        return tooLarge ? nil : space
     }
 
     /// The digests of the entries for which `isMatch` holds.

@@ -16,7 +16,7 @@ struct DiskStore: Sendable {
     /// changes, by the directory's lock.
     struct State: ~Copyable {
         var journal: Journal
-        var index = DiskIndex()
+        var index: DiskIndex
         var lockDescriptor: Int32
         /// The next step of the sweep that follows opening; see ``DiskStore/sweep(step:_:)``.
         var sweepStep = 0
@@ -45,8 +45,9 @@ struct DiskStore: Sendable {
     func open() throws(CacheError) -> State {
         try Self.makeDirectories(self.root)
         _ = try self.entriesDirectory.refreshIfReplaced(self.entries)
+        try self.checkTrusted()
         let lockPath = self.root + "/lock"
-        let lockDescriptor = try FileIO.openForUpdate(lockPath)
+        let lockDescriptor = try FileIO.openForUpdateOrReading(lockPath).descriptor
         do {
             try FileIO.lockExclusively(lockDescriptor, path: lockPath)
         } catch {
@@ -61,10 +62,19 @@ struct DiskStore: Sendable {
             FileIO.closeDescriptor(lockDescriptor)
             throw error
         }
-        var state = State(journal: journal, lockDescriptor: lockDescriptor)
+        var state = State(
+            journal: journal,
+            index: DiskIndex(allocationUnit: FileIO.allocationUnit(of: self.root)),
+            lockDescriptor: lockDescriptor
+        )
         do {
             let isNew = try state.journal.isEmpty
             try self.catchUp(&state)
+            // A read-only cache is read as the journal has it, and changed in nothing.
+            guard state.journal.isWritable else {
+                FileIO.unlock(lockDescriptor)
+                return state
+            }
             if isNew { try self.rebuildFromFiles(&state) }
             try self.removeLeftoverTemporaryFiles()
             try self.removeExpired(&state)
@@ -102,14 +112,14 @@ struct DiskStore: Sendable {
     func catchUp(_ state: inout State) throws(CacheError) {
         if try state.journal.isReplaced() {
             try state.journal.reopen()
-            state.index = DiskIndex()
-            if try state.journal.isEmpty { try self.rebuildFromFiles(&state) }
+            state.index = DiskIndex(allocationUnit: state.index.allocationUnit)
+            if try state.journal.isEmpty, state.journal.isWritable { try self.rebuildFromFiles(&state) }
         }
         for record in try state.journal.readNew() {
             state.index.apply(record)
         }
         // The lock is held: whoever wrote an uncommitted intent is gone (or failed here).
-        if let digests = state.index.openIntent {
+        if let digests = state.index.openIntent, state.journal.isWritable {
             try self.settle(digests, &state)
         }
     }
@@ -142,16 +152,29 @@ struct DiskStore: Sendable {
     }
 
     /// Removes the files of `digests` and records it, under an intent.
-    func remove(_ digests: [KeyDigest], _ state: inout State) throws(CacheError) {
-        guard !digests.isEmpty else { return }
-        try self.append([.intent(digests)], to: &state)
-        for digest in digests {
-            try self.removeEntryFile(digest)
+    ///
+    /// On a full disk, where even the intent cannot be appended, the files are removed first
+    /// and recorded after, so that freeing space never needs space: a crash in between leaves
+    /// records of files that are gone, which a get reads as a miss and the sweep forgets.
+    ///
+    /// A file this user may not remove (one that another user, such as root, left in the
+    /// cache) is forgotten all the same, since the cache cannot evict it; its path is returned
+    /// for the caller to report, and the sweep tries it again.
+    @discardableResult
+    func remove(_ digests: [KeyDigest], _ state: inout State) throws(CacheError) -> [String] {
+        guard !digests.isEmpty else { return [] }
+        do throws(CacheError) {
+            try self.append([.intent(digests)], to: &state)
+        } catch  where error.code == .outOfSpace {}
+        var kept: [String] = []
+        for digest in digests where try !self.removeEntryFile(digest) {
+            kept.append(self.path(of: digest))
         }
         try self.append(digests.map { .remove($0) } + [.commit], to: &state)
         if self.configuration.isDurable {
             try FileIO.synchronizeDirectory(self.entries)
         }
+        return kept
     }
 
     func evictToLimits(_ state: inout State) throws(CacheError) {
@@ -223,26 +246,59 @@ struct DiskStore: Sendable {
     }
 
     /// Removes the file of `digest`, relative to its subdirectory's descriptor, so that a
-    /// symbolic link in the way is never followed.
-    func removeEntryFile(_ digest: KeyDigest) throws(CacheError) {
-        guard let directory = try self.openSubdirectory(digest.subdirectory) else { return }
-        defer { FileIO.closeDescriptor(directory) }
-        try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest))
+    /// symbolic link in the way is never followed. Returns `false` if this user may not remove
+    /// it (permission denied), `true` if it is gone.
+    @discardableResult
+    func removeEntryFile(_ digest: KeyDigest) throws(CacheError) -> Bool {
+        do throws(CacheError) {
+            guard let directory = try self.openSubdirectory(digest.subdirectory) else { return true }
+            defer { FileIO.closeDescriptor(directory) }
+            try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest))
+            return true
+        } catch  where error.errno == EACCES || error.errno == EPERM {
+            return false
+        }
     }
 
     /// Calls `body` with the number and open descriptor of each subdirectory of `entries/`
     /// that is a directory itself; a symbolic link or a file in a subdirectory's place is
-    /// removed (the link, never what it points to).
-    func forEachSubdirectory(_ body: (UInt8, Int32) throws(CacheError) -> Void) throws(CacheError) {
+    /// removed (the link, never what it points to). A subdirectory this user may not open (one
+    /// that root made) is skipped; the paths of those are returned.
+    @discardableResult
+    func forEachSubdirectory(_ body: (UInt8, Int32) throws(CacheError) -> Void) throws(CacheError) -> [String] {
         let entries = try self.entriesDescriptor()
+        var skipped: [String] = []
         for name in try FileIO.names(in: entries, path: self.entries) {
             guard let subdirectory = KeyDigest.subdirectoryNumber(name) else { continue }
-            guard let directory = try self.openSubdirectory(subdirectory) else {
+            let directory: Int32?
+            do throws(CacheError) {
+                directory = try self.openSubdirectory(subdirectory)
+            } catch  where error.errno == EACCES {
+                skipped.append("\(self.entries)/\(name)")
+                continue
+            }
+            guard let directory else {
                 _ = try? FileIO.removeFile(named: name, in: entries, path: "\(self.entries)/\(name)")
                 continue
             }
             defer { FileIO.closeDescriptor(directory) }
             try body(subdirectory, directory)
+        }
+        return skipped
+    }
+
+    /// Refuses the cache if another user could change it: the directory, `tmp/`, `entries/`
+    /// and each of its subdirectories must belong to this process's user (or root) and be
+    /// writable by no one else; see ``FileIO/checkTrusted(_:path:)``. `entries/` is checked
+    /// whenever it is opened; a subdirectory made later is made by the cache itself, 0700.
+    func checkTrusted() throws(CacheError) {
+        for path in [self.root, self.root + "/tmp"] {
+            let descriptor = try FileIO.openDirectory(atPath: path)
+            defer { FileIO.closeDescriptor(descriptor) }
+            try FileIO.checkTrusted(descriptor, path: path)
+        }
+        try self.forEachSubdirectory { subdirectory, directory throws(CacheError) in
+            try FileIO.checkTrusted(directory, path: "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))")
         }
     }
 
@@ -356,8 +412,13 @@ struct DiskStore: Sendable {
         return overflow ? created < now : age >= Ticks.nanoseconds(maximumAge)
     }
 
+    /// Nanoseconds since 1970; a date beyond what they can hold (before 1678 or after 2262,
+    /// such as `Date.distantFuture`) is the nearest they can.
     func nanoseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1e9).rounded())
+        let value = (date.timeIntervalSince1970 * 1e9).rounded()
+        guard value < 9.2e18 else { return .max }
+        guard value > -9.2e18 else { return .min }
+        return Int64(value)
     }
 
     static func date(_ nanoseconds: Int64) -> Date {

@@ -32,6 +32,12 @@ final class EntriesDirectory: Sendable {
             guard try FileIO.isDirectory(path) else { return false }
             let fresh = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fresh >= 0 else { throw FileIO.error("open", path, errno) }
+            do throws(CacheError) {
+                try FileIO.checkTrusted(fresh, path: path)
+            } catch {
+                FileIO.closeDescriptor(fresh)
+                throw error
+            }
             opened.append(fresh)
             self.current.store(fresh, ordering: .releasing)
             return true

@@ -28,8 +28,9 @@ enum FileIO {
         if descriptor >= 0 { return descriptor }
         let error = errno
         // ELOOP: a symbolic link on the way, which the cache never follows; EXDEV: out of the
-        // directory.
-        if error == ENOENT || error == ENOTDIR || error == ELOOP || error == EXDEV { return nil }
+        // directory; EACCES: a file or subdirectory another user (root) left, which this user
+        // cannot read, and which a set replaces.
+        if error == ENOENT || error == ENOTDIR || error == ELOOP || error == EXDEV || error == EACCES { return nil }
         throw Self.error("open", path(), error)
     }
 
@@ -239,6 +240,19 @@ enum FileIO {
         return descriptor
     }
 
+    /// Opens a file as ``openForUpdate(_:)`` does or, where this user may not write it (a
+    /// read-only file system or cache), for reading only; says which.
+    static func openForUpdateOrReading(_ path: String) throws(CacheError) -> (descriptor: Int32, isWritable: Bool) {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { return (descriptor, true) }
+        let error = errno
+        if error == EACCES || error == EROFS {
+            let reading = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if reading >= 0 { return (reading, false) }
+        }
+        throw Self.error("open", path, error)
+    }
+
     static func closeDescriptor(_ descriptor: Int32) {
         _ = close(descriptor)
     }
@@ -300,6 +314,51 @@ enum FileIO {
                 errno: ENOTDIR
             )
         }
+    }
+
+    /// The allocation unit of the file system that holds `path`: the fragment size `statvfs`
+    /// reports, or 4096 if it reports none.
+    static func allocationUnit(of path: String) -> Int {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return 4_096 }
+        let unit = Int(status.f_frsize > 0 ? status.f_frsize : status.f_bsize)
+        return unit > 0 ? unit : 4_096
+    }
+
+    /// Checks that the open directory `descriptor` can be trusted with the cache: it belongs to
+    /// the user running this process (or to root, who can change anything anyway) and no other
+    /// user can write in it. Anyone who could would choose what the cache serves, by swapping
+    /// its files.
+    static func checkTrusted(_ descriptor: Int32, path: String) throws(CacheError) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.error("stat", path, errno) }
+        let user = geteuid()
+        if status.st_uid != user && status.st_uid != 0 {
+            throw CacheError(
+                .fileSystem,
+                "\(path) belongs to \(Self.userName(status.st_uid)), not to \(Self.userName(user)) who runs this "
+                    + "process: its owner could change what the cache serves. Use a cache directory of your own, or "
+                    + "run as its owner.",
+                path: path,
+                errno: EPERM
+            )
+        }
+        if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+            throw CacheError(
+                .fileSystem,
+                "\(path) can be written by other users (mode \(String(status.st_mode & 0o7777, radix: 8))): they "
+                    + "could change what the cache serves. Make it private with `chmod 700 \(path)`, or choose "
+                    + "another cache directory.",
+                path: path,
+                errno: EPERM
+            )
+        }
+    }
+
+    /// `name (uid N)`, or `uid N` for a user the system does not name.
+    private static func userName(_ user: uid_t) -> String {
+        guard let entry = getpwuid(user), let name = entry.pointee.pw_name else { return "uid \(user)" }
+        return "\(String(cString: name)) (uid \(user))"
     }
 
     /// Whether `path` is a directory itself, not a symbolic link to one; `false` if it does not

@@ -130,6 +130,10 @@ struct Journal {
 
     let path: String
     private(set) var descriptor: Int32
+    /// Whether this process may write the journal. A read-only cache (a read-only file system,
+    /// or a directory this user may not write) is read as it is: nothing is appended, cut off
+    /// or rewritten.
+    let isWritable: Bool
     private var fileID: (device: UInt64, inode: UInt64)
     /// How far this process has read and applied.
     private(set) var offset: Int
@@ -137,7 +141,7 @@ struct Journal {
     /// Opens the journal at `path`, creating it if needed. The caller holds the lock.
     init(path: String) throws(CacheError) {
         self.path = path
-        self.descriptor = try FileIO.openForUpdate(path)
+        (self.descriptor, self.isWritable) = try FileIO.openForUpdateOrReading(path)
         self.fileID = (0, 0)
         self.offset = 0
         self.fileID = try Self.fileID(of: self.descriptor, path: path)
@@ -187,7 +191,7 @@ struct Journal {
             }
         }
         self.offset += position
-        if self.offset < size {
+        if self.offset < size, self.isWritable {
             try FileIO.truncate(self.descriptor, to: self.offset, path: self.path)
         }
         return records
@@ -196,6 +200,7 @@ struct Journal {
     /// Appends `records` at the end. The caller holds the lock and has read everything before.
     mutating func append(_ records: [JournalRecord]) throws(CacheError) {
         guard !records.isEmpty else { return }
+        guard self.isWritable else { throw FileIO.error("change", self.path, EROFS) }
         var bytes: [UInt8] = []
         for record in records { record.encode(into: &bytes) }
         do {
@@ -235,6 +240,11 @@ struct Journal {
 
     private func writeMagicIfEmpty() throws(CacheError) {
         let size = try FileIO.size(of: self.descriptor, path: self.path).size
+        guard self.isWritable else {
+            // A read-only journal that is empty or not ours cannot be started afresh.
+            if size > 0 { return }
+            throw FileIO.error("start", self.path, EROFS)
+        }
         if size == 0 {
             try FileIO.writeAll(self.descriptor, Self.magic, at: 0, path: self.path)
             return

@@ -132,7 +132,8 @@ struct CacheCommandsTests {
     @Test("--max-size is kept for the directory: later runs without it keep to it")
     func keptMaximumSize() async throws {
         let origin = try await TestOrigin.start { _ in
-            .init(fields: [("Cache-Control", "max-age=600")], body: String(repeating: "m", count: 4_000))
+            // With its head, each entry's file takes one 4 KiB block: 24 of them fit in 100 KB.
+            .init(fields: [("Cache-Control", "max-age=600")], body: String(repeating: "m", count: 3_000))
         }
         defer { origin.stop() }
         #expect(try await self.tool.run(["get", "--max-size", "100KB", origin.url("/0").absoluteString]).status == 0)

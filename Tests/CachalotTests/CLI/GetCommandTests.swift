@@ -157,7 +157,7 @@ struct GetCommandTests {
         // The cache directory on a 512 KiB file system: the 600 KB answer cannot be stored.
         let mountPoint = self.tool.cache
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        let mount = try ChildProcess.start("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
+        let mount = try ChildProcess.start("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mountPoint])
         try #require(await CommandLineTool.offThePool { mount.waitForExit().status } == 0)
         defer {
             if let unmount = try? ChildProcess.start("umount", [mountPoint]) { _ = unmount.waitForExit() }

@@ -4,44 +4,117 @@ import Testing
 
 @testable import Cachalot
 
-/// A real full disk: a 512 KiB tmpfs, which needs root to mount (CI runs as root).
-@Suite("DiskCache on a full disk", .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+/// A real full or read-only disk: a small tmpfs, which needs root to mount (CI runs as root).
+@Suite("DiskCache on a full or read-only disk", .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
 struct DiskCacheFullDiskTests {
     static func run(_ arguments: [String]) throws -> Int32 {
         try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
     }
 
-    @Test("a write that runs out of space fails clearly, leaves nothing behind, and reads keep working")
-    func outOfSpace() throws {
+    /// A tmpfs of `size` mounted in a new temporary directory, unmounted by `body`'s end.
+    static func withTmpfs(size: String, _ body: (URL) throws -> Void) throws {
         let directory = try TemporaryDirectory()
         let mountPoint = directory.url.appendingPathComponent("tiny")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: false)
-        try #require(try Self.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint.path]) == 0)
+        try #require(try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path]) == 0)
         defer { _ = try? Self.run(["umount", mountPoint.path]) }
+        try body(mountPoint)
+    }
 
-        let cache = try DiskCache(
-            directory: mountPoint.appendingPathComponent("cache"),
-            configuration: .init(sizeLimit: 64 << 20)
-        )
-        for index in 0..<10 { try cache.set(Data(repeating: UInt8(index), count: 10_000), forKey: "small-\(index)") }
-        let (count, size) = (try cache.count, try cache.totalSize)
+    /// Fills the file system of `directory` to the last byte with a file of its own.
+    static func fill(_ directory: URL) throws {
+        let descriptor = open(directory.appendingPathComponent("filler").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let block = [UInt8](repeating: 0, count: 4_096)
+        while write(descriptor, block, block.count) > 0 {}
+        while write(descriptor, block, 1) > 0 {}
+        try #require(errno == ENOSPC)
+    }
 
-        #expect {
-            try cache.set(Data(count: 1 << 20), forKey: "too-big")
-        } throws: { error in
-            let error = error as? CacheError
-            return error?.code == .outOfSpace && error?.message.contains("Free some disk space") == true
+    @Test(
+        "trim, purge and clear free space on a disk so full that not even the journal can grow",
+        arguments: ["trim", "purge", "clear"]
+    )
+    func freeingSpaceOnAFullDisk(operation: String) throws {
+        try Self.withTmpfs(size: "2m") { mountPoint in
+            let cache = try DiskCache(
+                directory: mountPoint.appendingPathComponent("cache"),
+                configuration: .init(sizeLimit: 64 << 20)
+            )
+            // 200 entries: removing them all takes an intent of 200 digests, more than a page.
+            for index in 0..<200 { try cache.set(Data([UInt8(index)]), forKey: "entry-\(index)") }
+            try Self.fill(mountPoint)
+            #expect(throws: CacheError.self) { try cache.set(Data(count: 10_000), forKey: "more") }
+            switch operation {
+            case "trim": #expect(try cache.trim(toSize: 0) == 200)
+            case "purge": #expect(try cache.removeEntries(createdBefore: .distantFuture) == 200)
+            default: try cache.removeAll()
+            }
+            #expect(try cache.count == 0)
+            #expect(try cache.totalSize == 0)
+            // The space is free again, and the cache works.
+            try cache.set(Data(count: 10_000), forKey: "after")
+            #expect(try cache.data(forKey: "after") == Data(count: 10_000))
         }
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: mountPoint.path + "/cache/tmp")
-        #expect(leftovers.isEmpty)
-        #expect(try cache.data(forKey: "too-big") == nil)
-        #expect(try cache.count == count)
-        #expect(try cache.totalSize == size)
-        for index in 0..<10 {
-            #expect(try cache.data(forKey: "small-\(index)") == Data(repeating: UInt8(index), count: 10_000))
+    }
+
+    @Test("a read-only cache is read as it is: gets and listings work, changes fail clearly")
+    func readOnlyCache() throws {
+        try Self.withTmpfs(size: "1m") { mountPoint in
+            let directory = mountPoint.appendingPathComponent("cache")
+            do {
+                let cache = try DiskCache(directory: directory)
+                for index in 0..<3 { try cache.set(Data("body \(index)".utf8), forKey: "key-\(index)") }
+            }
+            try #require(try Self.run(["mount", "-o", "remount,ro", mountPoint.path]) == 0)
+            let cache = try DiskCache(directory: directory)
+            for index in 0..<3 { #expect(try cache.data(forKey: "key-\(index)") == Data("body \(index)".utf8)) }
+            #expect(try cache.count == 3)
+            #expect(try cache.entries().count == 3)
+            #expect {
+                try cache.set(Data("new".utf8), forKey: "key-3")
+            } throws: { error in
+                (error as? CacheError)?.errno == EROFS
+            }
+            #expect {
+                try cache.removeAll()
+            } throws: { error in
+                (error as? CacheError)?.message.contains("Read-only file system") == true
+            }
+            #expect(try cache.data(forKey: "key-0") == Data("body 0".utf8))
         }
-        // The space the failed write took is free again.
-        try cache.set(Data(count: 10_000), forKey: "after")
-        #expect(try cache.contains("after"))
+    }
+
+    @Test("a write that runs out of space fails clearly, leaves nothing behind, and reads keep working")
+    func outOfSpace() throws {
+        try Self.withTmpfs(size: "512k") { mountPoint in
+            let cache = try DiskCache(
+                directory: mountPoint.appendingPathComponent("cache"),
+                configuration: .init(sizeLimit: 64 << 20)
+            )
+            for index in 0..<10 {
+                try cache.set(Data(repeating: UInt8(index), count: 10_000), forKey: "small-\(index)")
+            }
+            let (count, size) = (try cache.count, try cache.totalSize)
+
+            #expect {
+                try cache.set(Data(count: 1 << 20), forKey: "too-big")
+            } throws: { error in
+                let error = error as? CacheError
+                return error?.code == .outOfSpace && error?.message.contains("Free some disk space") == true
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: mountPoint.path + "/cache/tmp")
+            #expect(leftovers.isEmpty)
+            #expect(try cache.data(forKey: "too-big") == nil)
+            #expect(try cache.count == count)
+            #expect(try cache.totalSize == size)
+            for index in 0..<10 {
+                #expect(try cache.data(forKey: "small-\(index)") == Data(repeating: UInt8(index), count: 10_000))
+            }
+            // The space the failed write took is free again.
+            try cache.set(Data(count: 10_000), forKey: "after")
+            #expect(try cache.contains("after"))
+        }
     }
 }

@@ -42,6 +42,16 @@ struct DiskCacheTests {
         try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
     }
 
+    /// The space the file at `path` takes on disk, as `stat` reports its blocks.
+    func space(_ path: String) throws -> Int {
+        var status = stat()
+        try #require(lstat(path, &status) == 0)
+        return Int(status.st_blocks) * 512
+    }
+
+    /// The file system's allocation unit where the cache lives.
+    var unit: Int { FileIO.allocationUnit(of: self.directory.path) }
+
     @Test("a set entry reads back with its metadata, and survives reopening")
     func roundTrip() throws {
         let cache = try self.open()
@@ -54,7 +64,7 @@ struct DiskCacheTests {
         let reopened = try self.open()
         #expect(try reopened.data(forKey: "https://a.example/x?y=1") == Data("hello".utf8))
         #expect(try reopened.count == 1)
-        #expect(try reopened.totalSize == (try self.fileSize(self.entryPath("https://a.example/x?y=1"))))
+        #expect(try reopened.totalSize == (try self.space(self.entryPath("https://a.example/x?y=1"))))
     }
 
     @Test("keys of any content and length stay inside the directory")
@@ -81,12 +91,24 @@ struct DiskCacheTests {
         #expect(!keys.contains("key-1"))
     }
 
+    @Test("the size limit counts the space files take on disk, so that tiny entries cannot overrun it")
+    func tinyEntries() throws {
+        let cache = try self.open(sizeLimit: 64 * self.unit)
+        for index in 0..<500 { try cache.set(Data([1]), forKey: "tiny-\(index)") }
+        #expect(try cache.count == 64)
+        let spaces = try cache.entries().map { try self.space(self.entryPath($0.key)) }
+        #expect(spaces.reduce(0, +) <= 64 * self.unit)
+        #expect(try cache.totalSize == spaces.reduce(0, +))
+        #expect(try cache.entries().allSatisfy { $0.size == self.unit })
+    }
+
     @Test("reading an entry keeps it from eviction")
     func readingKeepsEntries() throws {
-        let cache = try self.open(sizeLimit: 50_000)
-        for index in 0..<5 { try cache.set(Data(count: 9_000), forKey: "key-\(index)") }
+        // Five entries of two units each fit; a sixth does not.
+        let cache = try self.open(sizeLimit: 11 * self.unit)
+        for index in 0..<5 { try cache.set(Data(count: self.unit + 100), forKey: "key-\(index)") }
         _ = try cache.data(forKey: "key-0")
-        try cache.set(Data(count: 9_000), forKey: "key-5")
+        try cache.set(Data(count: self.unit + 100), forKey: "key-5")
         #expect(try cache.contains("key-0"))
         #expect(try !cache.contains("key-1"))
     }
@@ -98,8 +120,8 @@ struct DiskCacheTests {
             for index in 0..<30 { try cache.set(Data(count: 1_000), forKey: "key-\(index)") }
             #expect(try cache.count == 20)
         }
-        let smaller = try self.open(sizeLimit: 5_000)
-        #expect(try smaller.totalSize <= 5_000)
+        let smaller = try self.open(sizeLimit: 4 * self.unit + 100)
+        #expect(try smaller.totalSize <= 4 * self.unit + 100)
         #expect(try smaller.count == 4)
     }
 
@@ -222,14 +244,14 @@ struct DiskCacheTests {
     func accessesFlushedOnRelease() throws {
         let calendar = Calendar()
         do {
-            let cache = try self.open(sizeLimit: 30_000, calendar: calendar)
-            for index in 0..<3 { try cache.set(Data(count: 9_000), forKey: "key-\(index)") }
+            let cache = try self.open(sizeLimit: 7 * self.unit, calendar: calendar)
+            for index in 0..<3 { try cache.set(Data(count: self.unit + 100), forKey: "key-\(index)") }
             calendar.advance(by: 1)
             _ = try cache.data(forKey: "key-0")  // noted in memory only, until released
         }
         // Reopened, the cache evicts by the use before the release: key-1 is the oldest now.
-        let cache = try self.open(sizeLimit: 30_000, calendar: calendar)
-        try cache.set(Data(count: 9_000), forKey: "key-3")
+        let cache = try self.open(sizeLimit: 7 * self.unit, calendar: calendar)
+        try cache.set(Data(count: self.unit + 100), forKey: "key-3")
         #expect(try cache.contains("key-0"))
         #expect(try !cache.contains("key-1"))
     }
@@ -270,7 +292,7 @@ struct DiskCacheTests {
         #expect(try cache.sweep() == strays.count + 1)
         #expect(!strays.contains { FileManager.default.fileExists(atPath: $0) })
         #expect(try cache.entries().map(\.key) == ["kept"])
-        #expect(try cache.totalSize == (try self.fileSize(self.entryPath("kept"))))
+        #expect(try cache.totalSize == (try self.space(self.entryPath("kept"))))
         #expect(try cache.data(forKey: "kept") == Data(count: 100))
         #expect(try cache.sweep() == 0)
     }
@@ -384,7 +406,7 @@ struct DiskCacheTests {
         try Data(prefix + Array("newer".utf8)).write(to: URL(fileURLWithPath: self.entryPath("k")))
         let cache = try self.open()
         #expect(try cache.data(forKey: "k") == Data("newer".utf8))
-        #expect(try cache.totalSize == (try self.fileSize(self.entryPath("k"))))
+        #expect(try cache.totalSize == (try self.space(self.entryPath("k"))))
     }
 
     @Test("entries can be removed by age of creation, by last access, by trimming, or all at once")
@@ -398,7 +420,7 @@ struct DiskCacheTests {
         #expect(try cache.removeEntries(notAccessedSince: calendar.now.addingTimeInterval(-60)) == 3)
         #expect(try cache.contains("old-0"))
         #expect(try cache.removeEntries(createdBefore: calendar.now.addingTimeInterval(-60)) == 1)
-        #expect(try cache.trim(toSize: 2_500) == 2)
+        #expect(try cache.trim(toSize: 2 * self.unit) == 2)
         #expect(try cache.count == 2)
         try cache.removeAll()
         #expect(try cache.count == 0)
