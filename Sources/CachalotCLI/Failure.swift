@@ -10,6 +10,9 @@ struct Failure: Error, CustomStringConvertible {
         case httpError = 2
         case network = 3
         case notCached = 4
+        /// Standard output's reader went away: 128 + SIGPIPE, as a shell reports a process that
+        /// SIGPIPE ended. Said with no message.
+        case closedOutput = 141
 
         static func < (lhs: Status, rhs: Status) -> Bool { lhs.rawValue < rhs.rawValue }
     }
@@ -28,6 +31,10 @@ struct Failure: Error, CustomStringConvertible {
             self.init(.network, "could not fetch \(url): \(Self.describe(error))")
             return
         }
+        if error.code == .invalidResponse {
+            self.init(.network, "could not fetch \(url): \(error.message)")
+            return
+        }
         if error.code == .storage {
             self.init(
                 .cacheUnusable,
@@ -40,17 +47,30 @@ struct Failure: Error, CustomStringConvertible {
         self.init(.network, "could not fetch \(url): \(cause) (\(advice))")
     }
 
-    /// The failure of an answer with an error status, or `nil` if `resource` is not one.
-    init?(answer resource: Resource, for url: String) {
-        switch resource.source {
+    /// The failure of an answer with an error status, or a redirect that was not followed, or
+    /// `nil` if the answer is neither.
+    init?(answer response: HTTPResponse, source: Resource.Source, for url: String) {
+        let status = response.status
+        switch source {
         case .generated:
             self.init(.notCached, "\(url) is not in the cache, and the policy forbids loading it.")
-        case _ where resource.response.status.code >= 400:
-            let status = resource.response.status
+        case _ where status.code >= 400:
             self.init(.httpError, "the server answered \(status.code) \(status.reasonPhrase) for \(url)")
+        case _ where (300..<400).contains(status.code):
+            let target = response.headerFields[.location].map { "to \($0)" } ?? "without a Location"
+            self.init(
+                .httpError,
+                "the server answered \(status.code) \(status.reasonPhrase) for \(url), a redirect \(target) "
+                    + "that was not followed (only http and https are followed, at most 20 in a row)"
+            )
         default:
             return nil
         }
+    }
+
+    /// ``init(answer:source:for:)`` of a loaded resource.
+    init?(answer resource: Resource, for url: String) {
+        self.init(answer: resource.response, source: resource.source, for: url)
     }
 
     var description: String { self.message }
@@ -61,7 +81,8 @@ struct Failure: Error, CustomStringConvertible {
         do {
             try await body()
         } catch let failure as Failure {
-            if !(quiet && failure.status == .httpError) { GlobalOptions.say("cachalot: \(failure.message)") }
+            let isSilent = failure.status == .closedOutput || (quiet && failure.status == .httpError)
+            if !isSilent { GlobalOptions.say("cachalot: \(failure.message)") }
             throw failure.exitCode
         }
     }

@@ -40,7 +40,7 @@ struct Get: AsyncParsableCommand {
     @Option(help: "How to use the cache: protocol, cache-else-load, offline, reload or revalidate.")
     var policy: PolicyOption = .protocol
 
-    @Option(help: "Seconds to wait for the server's answer to begin.")
+    @Option(help: "Seconds to wait for the server's answer to begin, and at most between two pieces of its body.")
     var timeout: Double = 30
 
     @Flag(name: .shortAndLong, help: "Say where the answer came from, with its status, size and time.")
@@ -69,7 +69,7 @@ struct Get: AsyncParsableCommand {
         for field in self.header where Self.field(field) == nil {
             throw ValidationError("'\(field)' is not a header field; write it as 'Name: value'.")
         }
-        guard self.timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
+        try GlobalOptions.validateTimeout(self.timeout)
     }
 
     func run() async throws {
@@ -84,48 +84,70 @@ struct Get: AsyncParsableCommand {
         let loader = try self.options.makeLoader(disk: disk, policy: self.policy.policy, timeout: self.timeout)
         var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
-        let loaded: Result<Resource, any Error>
+        let transferred: Result<(ResourceStream, Int), any Error>
         do {
-            loaded = .success(try await loader.load(request))
+            transferred = .success(try await self.transfer(request, with: loader))
         } catch {
-            loaded = .failure(error)
+            transferred = .failure(error)
         }
-        // Also when interrupted: the cancelled load removes its temporary file before the exit.
-        await self.options.finish(loader, disk: disk)
-        let resource: Resource
+        // Also when interrupted: what was loaded is on disk, and nothing partial is left.
+        self.options.warnUnstored(await self.options.finish(loader, disk: disk), in: disk)
+        let (answer, bytes): (ResourceStream, Int)
         do {
-            resource = try loaded.get()
+            (answer, bytes) = try transferred.get()
         } catch is CancellationError {
             throw CancellationError()
+        } catch let failure as Failure {
+            throw failure
         } catch {
             throw Failure(loading: self.url, error)
         }
-        let failure = Failure(answer: resource, for: self.url)
-        if let failure, failure.status == .notCached { throw failure }
-        try self.write(resource.body)
-        self.report(resource, after: ContinuousClock.now - start)
-        if let failure { throw failure }
+        self.report(answer, bytes: bytes, after: ContinuousClock.now - start)
+        if let failure = Failure(answer: answer.response, source: answer.source, for: self.url) { throw failure }
     }
 
-    /// Writes the body to the output file (whole or not at all) or to standard output.
-    private func write(_ body: Data) throws {
-        guard let output = self.output else {
-            FileHandle.standardOutput.write(body)
-            return
+    /// Loads `request` and writes its body as it arrives, to the output file (whole or not at
+    /// all) or to standard output; returns the answer and how many bytes were written. The body
+    /// is never held whole: one that can never be stored passes straight through.
+    private func transfer(_ request: HTTPRequest, with loader: ResourceLoader) async throws -> (ResourceStream, Int) {
+        let answer = try await loader.stream(request)
+        if answer.source == .generated,
+            let failure = Failure(answer: answer.response, source: .generated, for: self.url)
+        {
+            throw failure
         }
+        let output: OutputFile
         do {
-            try OutputFile.write(body, to: output)
+            output = try OutputFile(path: self.output)
         } catch {
-            throw Failure(.cacheUnusable, "cannot write \(output): \(error)")
+            throw Failure(.cacheUnusable, "cannot write \(error)")
         }
+        var bytes = 0
+        do {
+            for try await piece in answer.body {
+                try output.write(piece)
+                bytes += piece.count
+            }
+            try output.finish()
+        } catch let error as OutputFile.WriteError {
+            output.discard()
+            throw Failure(.cacheUnusable, "cannot write \(error)")
+        } catch {
+            output.discard()
+            throw error
+        }
+        return (answer, bytes)
     }
 
-    private func report(_ resource: Resource, after elapsed: Duration) {
+    private func report(_ answer: ResourceStream, bytes: Int, after elapsed: Duration) {
         guard !self.options.quiet, self.verbose || isatty(2) != 0 else { return }
-        let source = Self.describe(resource.source)
-        var line = "\(source) · \(resource.response.status.code) · \(ByteCount.format(resource.body.count))"
+        let source = Self.describe(answer.source)
+        var line = "\(source) · \(answer.response.status.code) · \(ByteCount.format(bytes))"
         line += " · \(formatDuration(elapsed))"
-        if self.verbose, let age = resource.response.headerFields[.age] { line += " · age \(age) s" }
+        if self.verbose, let age = answer.response.headerFields[.age] { line += " · age \(age) s" }
+        if self.verbose, !answer.redirects.isEmpty {
+            line += " · via \(answer.redirects.map(\.absoluteString).joined(separator: " → "))"
+        }
         GlobalOptions.say(line)
     }
 

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
 import Foundation
+import Synchronization
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
@@ -60,7 +61,8 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// A loader over the cache, with the policy `--offline` or `policy` asks for.
+    /// A loader over the cache, with the policy `--offline` or `policy` asks for. `timeout`
+    /// bounds the wait for an answer's head, and the wait between two pieces of its body.
     func makeLoader(
         disk: DiskCache,
         policy: CachePolicy = .useProtocolCachePolicy,
@@ -71,34 +73,66 @@ struct GlobalOptions: ParsableArguments {
         // One run answers each URL about once: the disk is its cache, and a memory tier only work.
         configuration.memoryCostLimit = 0
         if let connectionsPerHost { configuration.maximumConnectionsPerHost = connectionsPerHost }
+        let timeout = Duration.milliseconds(Int64(timeout * 1_000))
         return try ResourceLoader(
             configuration: configuration,
-            transport: AsyncHTTPClientTransport(client: Self.client, timeout: .milliseconds(Int64(timeout * 1_000))),
+            transport: AsyncHTTPClientTransport(client: Self.client(idleTimeout: timeout), timeout: timeout),
             disk: disk
         )
     }
 
+    /// Refuses `--max-size` for a command that only reads the cache: opening with a new limit
+    /// would evict to it and keep it, and a listing must not change the cache.
+    func refuseSizeLimit(for command: String) throws {
+        guard self.maximumSize == nil else {
+            throw ValidationError(
+                "--max-size changes the cache, and \(command) only reads it; give the limit to get, prefetch or trim."
+            )
+        }
+    }
+
+    /// `--timeout` must be a number of seconds from a millisecond to a week.
+    static func validateTimeout(_ seconds: Double) throws {
+        guard seconds.isFinite, seconds >= 0.001, seconds <= 604_800 else {
+            throw ValidationError("--timeout must be a number of seconds from 0.001 to 604800 (a week).")
+        }
+    }
+
     /// The client for every request, made on first use and living as long as the process (so
-    /// it needs no shutdown). A connection that fails is reported at once, not retried until
-    /// the timeout: a refused port or an unknown host is an answer for a command-line tool.
-    private static let client: HTTPClient = {
-        var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    /// it needs no shutdown), configured as a cache's client must be: no redirects followed
+    /// (the loader follows them), nothing decompressed, and `idleTimeout` between two reads. A
+    /// connection that fails is reported at once, not retried until the timeout: a refused
+    /// port or an unknown host is an answer for a command-line tool.
+    private static func client(idleTimeout: Duration) -> HTTPClient {
+        Self.madeClient.withLock { client in
+            if let client { return client }
+            var configuration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: idleTimeout)
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+            client = made
+            return made
+        }
+    }
+
+    private static let madeClient = Mutex<HTTPClient?>(nil)
 
     /// Ends a run's loading: waits until what was loaded is on disk, adds the run's counts to
-    /// `cachalot.state`, and warns if something could not be stored (the answers stand).
-    func finish(_ loader: ResourceLoader, disk: DiskCache) async {
+    /// `cachalot.state`, and returns how many answers could not be stored.
+    @discardableResult
+    func finish(_ loader: ResourceLoader, disk: DiskCache) async -> Int {
         await loader.waitForBackgroundWork()
         let statistics = loader.statistics
         ToolState.record(statistics, in: disk.directory)
-        if statistics.storageFailures > 0 && !self.quiet {
-            Self.say(
-                "cachalot: warning: \(statistics.storageFailures) answer(s) could not be stored in "
-                    + "\(disk.directory.path) (free some disk space, or lower --max-size)"
-            )
-        }
+        return statistics.storageFailures
+    }
+
+    /// Warns that answers could not be stored in `disk` (the answers stand).
+    func warnUnstored(_ count: Int, in disk: DiskCache) {
+        guard count > 0, !self.quiet else { return }
+        Self.say(
+            "cachalot: warning: \(count) answer(s) could not be stored in \(disk.directory.path) "
+                + "(free some disk space, or lower --max-size)"
+        )
     }
 
     /// Prints `value` as JSON on standard output: keys sorted, dates in ISO 8601.
@@ -106,7 +140,7 @@ struct GlobalOptions: ParsableArguments {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+        try OutputFile.standardOutput(try encoder.encode(value) + Data("\n".utf8))
     }
 
     /// Writes a line to standard error.

@@ -45,6 +45,10 @@ struct List: AsyncParsableCommand {
         var lastAccessed: Date
     }
 
+    func validate() throws {
+        try self.options.refuseSizeLimit(for: "\(Self.configuration.commandName ?? "")")
+    }
+
     func run() async throws {
         try await Failure.reporting(quiet: self.options.quiet) { try self.show() }
     }
@@ -76,7 +80,7 @@ struct List: AsyncParsableCommand {
                 line.url + (vary.isEmpty ? "" : " (\(vary.joined(separator: "; ")))"),
             ])
         }
-        print(Self.aligned(table), terminator: "")
+        try OutputFile.standardOutput(Data(Self.aligned(table).utf8))
         if !self.options.quiet {
             let total = lines.reduce(0) { $0 + $1.size }
             GlobalOptions.say("\(lines.count) responses, \(ByteCount.format(total)) of bodies")

@@ -19,19 +19,18 @@ enum Maintenance {
         _ removal: (DiskCache) throws(CacheError) -> Void
     ) throws {
         let disk = try options.openCache()
+        let line: String
         do {
             let (countBefore, sizeBefore) = (try disk.count, try disk.totalSize)
             try removal(disk)
             let (count, size) = (try disk.count, try disk.totalSize)
-            if !options.quiet {
-                print(
-                    "removed \(countBefore - count) entries (\(ByteCount.format(sizeBefore - size)))\(what.isEmpty ? "" : " " + what); "
-                        + "\(count) left (\(ByteCount.format(size)))"
-                )
-            }
+            line =
+                "removed \(countBefore - count) entries (\(ByteCount.format(sizeBefore - size)))\(what.isEmpty ? "" : " " + what); "
+                + "\(count) left (\(ByteCount.format(size)))\n"
         } catch {
             throw Failure(.cacheUnusable, "cannot change \(disk.directory.path): \(Failure.describe(error))")
         }
+        if !options.quiet { try OutputFile.standardOutput(Data(line.utf8)) }
     }
 }
 

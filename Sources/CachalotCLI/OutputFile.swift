@@ -6,38 +6,116 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes a file whole or not at all: to a temporary name beside it, then renamed into place.
-enum OutputFile {
+/// Where a body is written as it arrives: standard output, or a file named with `-o`.
+///
+/// A regular file (or a name not yet taken) is written whole or not at all: to a new file
+/// beside it, whose name no one can guess and which is created with `O_CREAT | O_EXCL |
+/// O_NOFOLLOW` (so a link planted in advance redirects nothing), then renamed over it. Anything
+/// else (a FIFO, a terminal, `/dev/stdout`, a device) is written directly, as curl does: renaming
+/// a regular file over a device would replace it.
+final class OutputFile {
     struct WriteError: Error, CustomStringConvertible {
         let description: String
     }
 
-    static func write(_ data: Data, to path: String, mode: mode_t = 0o644) throws {
-        let temporary = "\(path).cachalot-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw WriteError(description: String(cString: strerror(errno))) }
-        var failure: Int32 = 0
-        data.withUnsafeBytes { bytes in
+    private let path: String?
+    private var descriptor: Int32
+    /// The new file to rename over `path` when done; `nil` when writing directly.
+    private var temporary: String?
+
+    /// Opens standard output (`path` nil) or the file at `path`; `mode` is for a new file, less
+    /// the umask.
+    init(path: String?, mode: mode_t = 0o666) throws {
+        self.path = path
+        guard let path else {
+            self.descriptor = STDOUT_FILENO
+            return
+        }
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
+            self.descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard self.descriptor >= 0 else { throw Self.error(path, errno) }
+            return
+        }
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let random = (0..<2).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+        let temporary = "\(directory)/.\(url.lastPathComponent).cachalot-\(random)"
+        self.descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard self.descriptor >= 0 else { throw Self.error(path, errno) }
+        self.temporary = temporary
+    }
+
+    deinit {
+        self.discard()
+    }
+
+    /// Writes all of `data`.
+    ///
+    /// - Throws: ``Failure`` with ``Failure/Status/closedOutput`` if standard output was closed
+    ///   by its reader; ``WriteError`` for any other failure.
+    func write(_ data: Data) throws {
+        guard self.descriptor >= 0 else { throw WriteError(description: "the output was closed already") }
+        let failure: Int32 = data.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 #if canImport(Glibc)
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                let written = Glibc.write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 #else
-                let written = Darwin.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                let written = Darwin.write(self.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 #endif
                 if written < 0 {
                     if errno == EINTR { continue }
-                    failure = errno
-                    return
+                    return errno
                 }
                 offset += written
             }
+            return 0
         }
-        close(descriptor)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw WriteError(description: String(cString: strerror(failure)))
+        guard failure != 0 else { return }
+        // SwiftNIO ignores SIGPIPE in the whole process, so a reader that went away shows as
+        // EPIPE: end as a process killed by SIGPIPE ends in a shell, quietly, with 141.
+        if failure == EPIPE { throw Failure(.closedOutput, "") }
+        throw Self.error(self.path ?? "standard output", failure)
+    }
+
+    /// Finishes the output: a file written beside its name is renamed over it.
+    func finish() throws {
+        guard self.descriptor >= 0 else { return }
+        if self.descriptor != STDOUT_FILENO { close(self.descriptor) }
+        self.descriptor = -1
+        if let temporary = self.temporary, let path = self.path {
+            self.temporary = nil
+            guard rename(temporary, path) == 0 else {
+                let error = errno
+                unlink(temporary)
+                throw Self.error(path, error)
+            }
         }
+    }
+
+    /// Abandons the output: a file being written beside its name is removed, and the name keeps
+    /// what it had.
+    func discard() {
+        if self.descriptor >= 0, self.descriptor != STDOUT_FILENO { close(self.descriptor) }
+        self.descriptor = -1
+        if let temporary = self.temporary { unlink(temporary) }
+        self.temporary = nil
+    }
+
+    /// Writes `data` as the whole of the file at `path`.
+    static func write(_ data: Data, to path: String, mode: mode_t = 0o666) throws {
+        let file = try OutputFile(path: path, mode: mode)
+        try file.write(data)
+        try file.finish()
+    }
+
+    /// Writes `data` to standard output.
+    static func standardOutput(_ data: Data) throws {
+        try OutputFile(path: nil).write(data)
+    }
+
+    private static func error(_ path: String, _ number: Int32) -> WriteError {
+        WriteError(description: "\(path): \(String(cString: strerror(number)))")
     }
 }

@@ -47,7 +47,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     @Option(help: "How to use the cache: protocol, cache-else-load, offline, reload or revalidate.")
     var policy: Get.PolicyOption = .protocol
 
-    @Option(help: "Seconds to wait for each server's answer to begin.")
+    @Option(help: "Seconds to wait for each server's answer to begin, and at most between two pieces of its body.")
     var timeout: Double = 30
 
     /// How one URL's load ended.
@@ -76,7 +76,8 @@ struct PrefetchCommand: AsyncParsableCommand {
             throw ValidationError("Give the URLs as arguments or with -i FILE, not both and not neither.")
         }
         guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
-        guard self.timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") }
+        guard self.concurrency <= 1_000 else { throw ValidationError("--concurrency must be at most 1000.") }
+        try GlobalOptions.validateTimeout(self.timeout)
     }
 
     func run() async throws {
@@ -91,11 +92,11 @@ struct PrefetchCommand: AsyncParsableCommand {
     private func list() throws -> [(String, URL)] {
         var lines: [(number: Int?, text: String)] = self.urls.map { (nil, $0) }
         if let input = self.input {
-            let data =
-                input == "-"
-                ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: input)
-            guard let data else {
-                throw ValidationError("cannot read \(input): \(String(cString: strerror(errno))).")
+            let data: Data
+            do {
+                data = try InputFile.read(input == "-" ? nil : input)
+            } catch {
+                throw ValidationError("cannot read \(input): \(error).")
             }
             for (number, line) in String(decoding: data, as: UTF8.self).split(
                 separator: "\n",
@@ -141,10 +142,17 @@ struct PrefetchCommand: AsyncParsableCommand {
                 }
             }
         }
-        await self.options.finish(loader, disk: disk)
+        let unstored = await self.options.finish(loader, disk: disk)
         display.clear()
         try Task.checkCancellation()
         self.summarize(outcomes, after: ContinuousClock.now - start)
+        if unstored > 0 {
+            throw Failure(
+                .cacheUnusable,
+                "\(unstored) answer(s) could not be stored in \(disk.directory.path), though they were fetched "
+                    + "(free some disk space, or lower --max-size)"
+            )
+        }
         if let worst = outcomes.compactMap({ if case .failed(let failure) = $0 { failure.status } else { nil } })
             .max()
         {

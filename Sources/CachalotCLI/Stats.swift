@@ -41,6 +41,10 @@ struct Stats: AsyncParsableCommand {
         var statistics: ResourceLoader.Statistics
     }
 
+    func validate() throws {
+        try self.options.refuseSizeLimit(for: "\(Self.configuration.commandName ?? "")")
+    }
+
     func run() async throws {
         try await Failure.reporting(quiet: self.options.quiet) { try self.show() }
     }
@@ -77,20 +81,21 @@ struct Stats: AsyncParsableCommand {
         if report.requests > 0 {
             rows.append([
                 "hits",
-                "\(report.hits) (\(percent(report.hitRatio))): \(counts.memoryHits + counts.diskHits) fresh, "
+                "\(report.hits) (\(percent(report.hitRatio))): \(Int.saturatingSum(counts.memoryHits, counts.diskHits)) fresh, "
                     + "\(counts.notModified) revalidated (304), \(counts.staleAnswers) stale",
             ])
         }
         rows.append(["bytes saved", ByteCount.format(report.bytesSaved)])
         rows.append(["downloaded", ByteCount.format(report.bytesDownloaded)])
-        print(List.aligned(rows), terminator: "")
+        try OutputFile.standardOutput(Data(List.aligned(rows).utf8))
     }
 
     static func report(_ disk: DiskCache) throws -> Report {
         let entries = try disk.entries()
         let state = ToolState.read(from: disk.directory)
         let counts = state?.statistics ?? ResourceLoader.Statistics()
-        let hits = counts.memoryHits + counts.diskHits + counts.notModified + counts.staleAnswers
+        // Counts come from a file that can say anything: sums stop at the largest number.
+        let hits = Int.saturatingSum(counts.memoryHits, counts.diskHits, counts.notModified, counts.staleAnswers)
         return Report(
             directory: disk.directory.path,
             entries: entries.count,

@@ -53,10 +53,12 @@ struct ToolState {
             let parts = line.split(separator: " ")
             if parts.count == 2, let value = Int(parts[1]) { values[parts[0]] = value }
         }
-        guard let since = values["since"] else { return nil }
+        // Values no run writes (a date before 1970 or after 9999, a size or count below zero)
+        // mean the file was damaged: it is started afresh, or the value left out.
+        guard let since = values["since"], (0...253_402_300_799).contains(since) else { return nil }
         var state = ToolState(since: Date(timeIntervalSince1970: TimeInterval(since)))
-        state.maximumSize = values["maximumSize"]
-        for (name, count) in Self.counts { state.statistics[keyPath: count] = values[Substring(name)] ?? 0 }
+        state.maximumSize = values["maximumSize"].flatMap { $0 > 0 ? $0 : nil }
+        for (name, count) in Self.counts { state.statistics[keyPath: count] = max(0, values[Substring(name)] ?? 0) }
         return state
     }
 
@@ -83,7 +85,13 @@ struct ToolState {
     static func record(_ statistics: ResourceLoader.Statistics, in directory: URL) {
         guard statistics.requests > 0 else { return }
         try? Self.update(in: directory) { state in
-            for (_, count) in Self.counts { state.statistics[keyPath: count] += statistics[keyPath: count] }
+            for (_, count) in Self.counts {
+                // The file can say anything: a count at its largest stays there.
+                let (sum, overflow) = state.statistics[keyPath: count].addingReportingOverflow(
+                    statistics[keyPath: count]
+                )
+                state.statistics[keyPath: count] = overflow ? .max : sum
+            }
         }
     }
 

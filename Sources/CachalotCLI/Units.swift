@@ -67,7 +67,8 @@ struct TimeSpan: ExpressibleByArgument {
                 return nil
             }
         }
-        guard number.isEmpty, sawPart, total.isFinite, total > 0 else { return nil }
+        // At most a thousand years: enough for any age, and far inside what dates can hold.
+        guard number.isEmpty, sawPart, total.isFinite, total > 0, total <= 1_000 * 31_557_600 else { return nil }
         self.seconds = total
     }
 
@@ -76,7 +77,7 @@ struct TimeSpan: ExpressibleByArgument {
 
 /// A number of seconds for people, in its two largest units: `45s`, `12m 5s`, `3h 20m`, `2d 4h`.
 func formatSeconds(_ seconds: TimeInterval) -> String {
-    let whole = max(0, Int(seconds.rounded(.down)))
+    let whole = seconds.isFinite ? Int(min(max(0, seconds.rounded(.down)), 1e15)) : 0
     let parts = [(whole / 86_400, "d"), (whole / 3_600 % 24, "h"), (whole / 60 % 60, "m"), (whole % 60, "s")]
     guard let first = parts.firstIndex(where: { $0.0 > 0 }) else { return "0s" }
     let shown = parts[first...].prefix(2).filter { $0.0 > 0 }
@@ -87,5 +88,15 @@ extension Duration {
     /// The duration in seconds, with its fraction.
     var seconds: Double {
         Double(self.components.seconds) + Double(self.components.attoseconds) / 1e18
+    }
+}
+
+extension Int {
+    /// The sum of `values`, or the largest `Int` if it is larger: for counts read from a file.
+    static func saturatingSum(_ values: Int...) -> Int {
+        values.reduce(0) { total, value in
+            let (sum, overflow) = total.addingReportingOverflow(value)
+            return overflow ? (value < 0 ? .min : .max) : sum
+        }
     }
 }

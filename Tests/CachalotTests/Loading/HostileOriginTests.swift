@@ -241,7 +241,10 @@ struct HostileOriginTests {
 
     // MARK: - Broken HTTP
 
-    @Test("a status outside 200–599 is an origin error, stored nowhere", arguments: ["600", "999", "101"])
+    @Test(
+        "a status outside 200–599 is an origin error, stored nowhere",
+        arguments: ["600", "999", "101"]
+    )
     func invalidStatus(status: String) async throws {
         let origin = try await RawOrigin.start { _ in
             .init("HTTP/1.1 \(status) Odd\r\nCache-Control: max-age=60\r\nContent-Length: 2\r\n\r\nhi")
@@ -251,6 +254,68 @@ struct HostileOriginTests {
         await #expect(throws: LoadError.self) { _ = try await loader.load(origin.url("/s")) }
         await loader.waitForBackgroundWork()
         #expect(try await self.offline(origin.url("/s")).response.status.code == 504)
+    }
+
+    /// Answers that break HTTP's framing or syntax, each storable if it were read leniently,
+    /// with the bodies a lenient reading could mean. Whatever the client makes of them, the cache
+    /// answers an error or exactly one of those bodies, and stores nothing else.
+    static let brokenAnswers: [(name: String, head: String, body: String, meanings: [String])] = [
+        ("status not a number", "HTTP/1.1 2OO OK\r\nContent-Length: 2", "hi", ["hi"]),
+        ("no status line", "Content-Length: 2", "hi", ["hi"]),
+        ("field without a colon", "HTTP/1.1 200 OK\r\nX-Odd\r\nContent-Length: 2", "hi", ["hi"]),
+        ("space before the colon", "HTTP/1.1 200 OK\r\nContent-Length : 2", "hi", ["hi"]),
+        ("two Content-Lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5", "hello", ["he", "hello"]),
+        ("negative Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -2", "hi", ["hi"]),
+        ("huge Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999", "hi", []),
+        ("body longer than Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 2", "hi and more", ["hi"]),
+        ("chunk size not hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", "ZZ\r\nhello\r\n0\r\n\r\n", []),
+        ("chunk longer than said", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", "2\r\nhello\r\n0\r\n\r\n", ["he"]),
+        ("chunked without its last chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", "5\r\nhello\r\n", []),
+        (
+            "chunked and Content-Length", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3",
+            "5\r\nhello\r\n0\r\n\r\n", ["hello"]
+        ),
+        ("unknown transfer coding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: rot13", "uryyb", ["uryyb"]),
+        (
+            "a field of a megabyte",
+            "HTTP/1.1 200 OK\r\nX-Big: \(String(repeating: "a", count: 1 << 20))\r\nContent-Length: 2",
+            "hi", ["hi"]
+        ),
+        (
+            "ten thousand fields",
+            "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Many: 1\r\n", count: 10_000) + "Content-Length: 2",
+            "hi", ["hi"]
+        ),
+        ("NUL in a field", "HTTP/1.1 200 OK\r\nX-Odd: a\u{0}b\r\nContent-Length: 2", "hi", ["hi"]),
+        (
+            "interim 103 before the answer",
+            "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2",
+            "hi", ["hi"]
+        ),
+        ("only an interim answer", "HTTP/1.1 100 Continue", "", []),
+        ("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM", "", []),
+    ]
+
+    @Test(
+        "an answer that breaks HTTP is an error or exactly what it means, and nothing else is ever stored",
+        arguments: brokenAnswers.map(\.name)
+    )
+    func brokenHTTP(name: String) async throws {
+        let answer = try #require(Self.brokenAnswers.first { $0.name == name })
+        let raw = answer.head + "\r\nCache-Control: max-age=600\r\nConnection: close\r\n\r\n" + answer.body
+        let origin = try await RawOrigin.start { _ in .init(raw) }
+        defer { origin.stop() }
+        let meanings = Set(answer.meanings.map { Data($0.utf8) })
+        let loader = try self.makeLoader()
+        if let loaded = try? await loader.load(origin.url("/x")) {
+            #expect(meanings.contains(loaded.body), "\(name): answered \(loaded.body.count) bytes")
+        }
+        await loader.waitForBackgroundWork()
+        let stored = try await self.offline(origin.url("/x"))
+        #expect(
+            stored.response.status.code == 504 || meanings.contains(stored.body),
+            "\(name): stored \(stored.response.status.code), \(stored.body.count) bytes"
+        )
     }
 
     @Test("a request to a port outside 1–65535 is a clear error, not a trap")

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -31,14 +33,18 @@ struct ChildProcess {
     ) throws -> ChildProcess {
         var outputPipe: [Int32] = [-1, -1]
         var errorPipe: [Int32] = [-1, -1]
+        // Made and marked close-on-exec while no other child is being started, so that a child
+        // another test starts meanwhile does not hold these pipes open (a reader would then wait
+        // for that child's end, not this one's, and a writer whose reader closed its end would
+        // block instead of failing).
+        Self.spawning.lock()
+        defer { Self.spawning.unlock() }
         if capturingOutput { _ = pipe(&outputPipe) }
         if errorsToTerminal {
             errorPipe = try Self.openTerminal()
         } else {
             _ = pipe(&errorPipe)
         }
-        // Close-on-exec, so that a child another test starts meanwhile does not hold these pipes
-        // open (a reader would then wait for that child's end, not this one's).
         for descriptor in outputPipe + errorPipe where descriptor >= 0 {
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         }
@@ -67,6 +73,9 @@ struct ChildProcess {
         guard status == 0 else { throw SpawnFailed(status: status) }
         return ChildProcess(pid: pid, output: capturingOutput ? outputPipe[0] : -1, errors: errorPipe[0])
     }
+
+    /// Held from making a child's pipes to starting it.
+    private static let spawning = NSLock()
 
     /// A new pseudo-terminal: its controller's descriptor (read by the parent) and its
     /// terminal's (given to the child). Linux only: Swift does not see `posix_openpt`, so this
@@ -120,6 +129,17 @@ struct ChildProcess {
     /// Waits for the child to end; returns its exit status, or 128 + the signal that ended it,
     /// and what it wrote to standard error.
     func waitForExit() -> (status: Int32, errors: String) {
+        self.waitForExit(closingOutput: true)
+    }
+
+    /// Closes standard output's read end at once, as a reader that stops early does (the
+    /// child's next write then fails with EPIPE), and waits for the child to end.
+    func closeOutputAndWaitForExit() -> (status: Int32, errors: String) {
+        if self.output >= 0 { close(self.output) }
+        return self.waitForExit(closingOutput: false)
+    }
+
+    private func waitForExit(closingOutput: Bool) -> (status: Int32, errors: String) {
         var text: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while true {
@@ -130,7 +150,7 @@ struct ChildProcess {
         var status: Int32 = 0
         while waitpid(self.pid, &status, 0) == -1 && errno == EINTR {}
         close(self.errors)
-        if self.output >= 0 { close(self.output) }
+        if closingOutput, self.output >= 0 { close(self.output) }
         let signal = status & 0x7F
         return (signal == 0 ? (status >> 8) & 0xFF : 128 + signal, String(decoding: text, as: UTF8.self))
     }

@@ -1,0 +1,307 @@
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The command line under hostile input and unlucky circumstances: it never traps, never
+/// writes through a planted link or over a device, and says what went wrong.
+@Suite("cachalot under hostile input, end to end", .timeLimit(.minutes(1)))
+struct HardeningTests {
+    let tool: CommandLineTool
+
+    init() throws {
+        self.tool = try CommandLineTool()
+    }
+
+    /// Statuses a trap or a crash ends with: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGSEGV.
+    static let crashes: Set<Int32> = [132, 133, 134, 135, 139]
+
+    @Test("a reader that closes standard output early ends get quietly with 141, not a trap")
+    func closedPipe() async throws {
+        let origin = try await TestOrigin.start { _ in .init(data: Data(count: 4 << 20)) }
+        defer { origin.stop() }
+        let child = try self.tool.start(["get", origin.url("/big").absoluteString])
+        let run = await CommandLineTool.offThePool {
+            var buffer = [UInt8](repeating: 0, count: 10)
+            _ = read(child.output, &buffer, 10)
+            return child.closeOutputAndWaitForExit()
+        }
+        #expect(run.status == 141)
+        #expect(!run.errors.contains("Fatal error"))
+    }
+
+    @Test("a status below 100 with a body never succeeds; it still traps inside AsyncHTTPClient (a known issue)")
+    func statusBelow100() async throws {
+        let origin = try await RawOrigin.start { _ in
+            .init("HTTP/1.1 099 Odd\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+        }
+        defer { origin.stop() }
+        let run = try await self.tool.run(["get", origin.url("/s").absoluteString])
+        #expect(run.status != 0)
+        // AsyncHTTPClient 1.37.0 ignores any head below 200 as an interim answer while SwiftNIO's
+        // decoder frames one below 100 as a final answer with a body; the body then reaches a
+        // precondition (HTTPRequestStateMachine.swift:596) before any code of ours sees it.
+        withKnownIssue("AsyncHTTPClient traps on the body of a status below 100") {
+            #expect(!Self.crashes.contains(run.status), "\(run.errors)")
+        }
+    }
+
+    @Test(
+        "numbers out of range on the command line are usage errors, not traps",
+        arguments: [
+            ["get", "--timeout", "inf", "http://127.0.0.1:1/"], ["get", "--timeout", "1e300", "http://127.0.0.1:1/"],
+            ["get", "--timeout", "nan", "http://127.0.0.1:1/"], ["get", "--timeout", "0", "http://127.0.0.1:1/"],
+            ["prefetch", "--timeout", "-1", "http://127.0.0.1:1/"], ["purge", "--older-than", "99999999999999999999w"],
+            ["trim", "--to", "99999999999999999999TB"], ["get", "--max-size", "1e30", "http://127.0.0.1:1/"],
+            ["prefetch", "--concurrency", "99999999999999999999", "http://127.0.0.1:1/"],
+        ]
+    )
+    func optionRanges(arguments: [String]) async throws {
+        let run = try await self.tool.run(arguments)
+        #expect(run.status == 64)
+        #expect(run.errors.contains("Error:"))
+    }
+
+    @Test("a crafted cachalot.state with counts at their largest, or absurd values, breaks no command")
+    func craftedState() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        defer { origin.stop() }
+        _ = try await self.tool.run(["get", origin.url("/a").absoluteString])
+        let counts = ["requests", "memoryHits", "diskHits", "misses", "bytesFromNetwork", "bytesFromCache"]
+        let text = "since -9223372036854775808\nmaximumSize -5\n" + counts.map { "\($0) \(Int.max)\n" }.joined()
+        try Data(text.utf8).write(to: URL(fileURLWithPath: self.tool.cache + "/cachalot.state"))
+        for arguments in [
+            ["get", origin.url("/a").absoluteString], ["stats"], ["stats", "--json"], ["ls"], ["clear"],
+        ] {
+            let run = try await self.tool.run(arguments)
+            #expect(run.status == 0, "\(arguments): \(run.errors)")
+        }
+        let kept = "since 1800000000\n" + counts.map { "\($0) \(Int.max)\n" }.joined()
+        try Data(kept.utf8).write(to: URL(fileURLWithPath: self.tool.cache + "/cachalot.state"))
+        #expect(try await self.tool.run(["get", origin.url("/a").absoluteString]).status == 0)
+        #expect(try await self.tool.run(["stats"]).status == 0)
+    }
+
+    @Test(
+        "-o replaces a regular file through a name no one can guess: a link planted at the old name redirects nothing"
+    )
+    func plantedLink() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "body") }
+        defer { origin.stop() }
+        let output = self.tool.directory.path + "/out.txt"
+        let victim = self.tool.directory.path + "/victim.txt"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+        // The old code wrote to `<path>.cachalot-<pid>`: plant links at every likely name.
+        for pid in 1..<400 {
+            try? FileManager.default.createSymbolicLink(
+                atPath: "\(output).cachalot-\(pid)",
+                withDestinationPath: victim
+            )
+        }
+        let run = try await self.tool.run(["get", "-o", output, origin.url("/x").absoluteString])
+        #expect(run.status == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "body")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious")
+    }
+
+    @Test("-o a FIFO writes into it and leaves it a FIFO, as curl does with a device")
+    func outputToFIFO() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "through the pipe") }
+        defer { origin.stop() }
+        let fifo = self.tool.directory.path + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let child = try self.tool.start(["get", "-o", fifo, origin.url("/x").absoluteString])
+        let received = await CommandLineTool.offThePool { () -> String in
+            let descriptor = open(fifo, O_RDONLY | O_CLOEXEC)
+            defer { close(descriptor) }
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count <= 0 { break }
+                bytes.append(contentsOf: buffer[0..<count])
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let run = await CommandLineTool.finish(child)
+        #expect(run.status == 0)
+        #expect(received == "through the pipe")
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && (status.st_mode & S_IFMT) == S_IFIFO)
+    }
+
+    @Test("-i /dev/stdin reads URLs from a pipe")
+    func inputFromPipe() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        defer { origin.stop() }
+        let fifo = self.tool.directory.path + "/urls"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Standard input is the FIFO, a pipe with no size, as in `cat urls | cachalot prefetch -i /dev/stdin`.
+        // Opened for reading and writing here first, which never waits (on Linux), so that the
+        // child's open of it for reading does not wait for a writer either.
+        let writer = open(fifo, O_RDWR | O_CLOEXEC)
+        #expect(writer >= 0)
+        let child = try self.tool.start(["prefetch", "-i", "/dev/stdin"], input: fifo)
+        let text = origin.url("/a").absoluteString + "\n" + origin.url("/b").absoluteString + "\n"
+        _ = text.withCString { write(writer, $0, strlen($0)) }
+        close(writer)
+        let run = await CommandLineTool.finish(child)
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.errors.contains("2 URLs in"))
+    }
+
+    @Test("ls and stats refuse --max-size, and leave the cache and its kept limit as they were")
+    func listingChangesNothing() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "abc") }
+        defer { origin.stop() }
+        _ = try await self.tool.run(["get", origin.url("/a").absoluteString])
+        for command in ["ls", "stats"] {
+            let run = try await self.tool.run([command, "--max-size", "500"])
+            #expect(run.status == 64)
+        }
+        let listed = try await self.tool.run(["ls"])
+        #expect(listed.output.contains(origin.url("/a").absoluteString))
+        let state = try String(contentsOfFile: self.tool.cache + "/cachalot.state", encoding: .utf8)
+        #expect(!state.contains("maximumSize 500"))
+    }
+
+    @Test("a redirect that is not followed is an error status with its Location; one that is, is followed")
+    func redirects() async throws {
+        let origin = try await TestOrigin.start { request in
+            switch request.path {
+            case "/ftp": .init(status: 301, fields: [("Location", "ftp://127.0.0.1/file")])
+            case "/moved": .init(status: 302, fields: [("Location", "/here"), ("Cache-Control", "no-store")])
+            default: .init(fields: [("Cache-Control", "max-age=60")], body: "here")
+            }
+        }
+        defer { origin.stop() }
+        let refused = try await self.tool.run(["get", origin.url("/ftp").absoluteString])
+        #expect(refused.status == 2)
+        #expect(refused.errors.contains("301") && refused.errors.contains("ftp://127.0.0.1/file"))
+        let followed = try await self.tool.run(["get", origin.url("/moved").absoluteString])
+        #expect(followed.status == 0 && followed.output == "here")
+    }
+
+    @Test("a body that never ends is handed on without being spooled to disk")
+    func endlessBody() async throws {
+        let origin = try await RawOrigin.start { _ in
+            .init(
+                bytes: Data("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nConnection: close\r\n\r\n".utf8),
+                repeating: (Data(count: 65_536), 100_000)
+            )
+        }
+        defer { origin.stop() }
+        let child = try self.tool.start(["get", "--max-size", "20MB", origin.url("/endless").absoluteString])
+        let (run, spooled) = await CommandLineTool.offThePool { () -> ((status: Int32, errors: String), Int) in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            var received = 0
+            while received < 60 << 20 {
+                let count = read(child.output, &buffer, buffer.count)
+                if count <= 0 { break }
+                received += count
+            }
+            let spooled = Self.size(of: self.tool.cache + "/tmp")
+            return (child.closeOutputAndWaitForExit(), spooled)
+        }
+        #expect(run.status == 141)
+        // At most the largest entry a 20 MB cache keeps (1 MB) was ever on its way to disk.
+        #expect(spooled <= 1_000_000)
+        #expect(Self.size(of: self.tool.cache + "/tmp") == 0)
+    }
+
+    @Test(
+        "entries another user (root) left are skipped: get fetches again, ls lists, clear removes the rest and names them",
+        .enabled(if: getuid() == 0, "changing users needs root")
+    )
+    func filesOfAnotherUser() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "body of \(request.path ?? "")")
+        }
+        defer { origin.stop() }
+        // The cache belongs to nobody, who runs a copy of the tool it can reach.
+        let nobody: UInt32 = 65_534
+        try #require(chmod(self.tool.directory.path, 0o755) == 0)
+        let executable = self.tool.directory.path + "/cachalot"
+        try FileManager.default.copyItem(atPath: CommandLineTool.executable, toPath: executable)
+        try #require(mkdir(self.tool.cache, 0o700) == 0 && chown(self.tool.cache, nobody, nobody) == 0)
+        func run(_ arguments: [String]) async throws -> CommandLineTool.Run {
+            let child = try ChildProcess.start(
+                "/usr/bin/setpriv",
+                ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", executable, arguments[0]]
+                    + ["--cache-dir", self.tool.cache] + arguments.dropFirst(),
+                capturingOutput: true
+            )
+            return await CommandLineTool.finish(child)
+        }
+        // Which entry file each URL's answer went to.
+        var files: [String: String] = [:]
+        for path in ["/a", "/b", "/c", "/d"] {
+            let before = Self.entryFiles(in: self.tool.cache)
+            #expect(try await run(["get", origin.url(path).absoluteString]).status == 0)
+            let file = try #require(Self.entryFiles(in: self.tool.cache).subtracting(before).first)
+            files[path] = file
+        }
+        // Root takes one entry file, and the whole subdirectory of another (when apart).
+        let (taken, takenDirectory) = (try #require(files["/a"]), try #require(files["/b"]))
+        let directory = (takenDirectory as NSString).deletingLastPathComponent
+        try #require((taken as NSString).deletingLastPathComponent != directory)
+        try #require(chown(taken, 0, 0) == 0 && chown(directory, 0, 0) == 0)
+
+        let listed = try await run(["ls"])
+        #expect(listed.status == 0, "\(listed.errors)")
+        for path in ["/a", "/b"] {
+            let again = try await run(["get", origin.url(path).absoluteString])
+            #expect(again.status == 0 && again.output == "body of \(path)", "\(again.errors)")
+        }
+        #expect(origin.requests.filter { $0.path == "/a" }.count == 2)
+        let cleared = try await run(["clear"])
+        #expect(cleared.status == 1)
+        #expect(cleared.errors.contains("Could not remove") && cleared.errors.contains(directory))
+        #expect(!FileManager.default.fileExists(atPath: try #require(files["/c"])))
+        #expect(!FileManager.default.fileExists(atPath: try #require(files["/d"])))
+        #expect(FileManager.default.fileExists(atPath: takenDirectory))
+    }
+
+    @Test("a read-only cache answers --offline, and ls lists it", .enabled(if: getuid() == 0, "mounting needs root"))
+    func readOnlyCache() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "kept") }
+        defer { origin.stop() }
+        // The cache directory is a file system of its own, made read-only once filled.
+        let mountPoint = self.tool.cache
+        try #require(mkdir(mountPoint, 0o700) == 0)
+        try #require(try Self.system(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint]) == 0)
+        defer { _ = try? Self.system(["umount", mountPoint]) }
+        let url = origin.url("/a").absoluteString
+        #expect(try await self.tool.run(["get", url]).status == 0)
+        try #require(try Self.system(["mount", "-o", "remount,ro", mountPoint]) == 0)
+        let offline = try await self.tool.run(["get", "--offline", url])
+        #expect(offline.status == 0 && offline.output == "kept", "\(offline.errors)")
+        let listed = try await self.tool.run(["ls"])
+        #expect(listed.status == 0 && listed.output.contains(url), "\(listed.errors)")
+        #expect(try await self.tool.run(["clear"]).status == 1)
+    }
+
+    /// Runs a system command to its end; returns its exit status.
+    static func system(_ arguments: [String]) throws -> Int32 {
+        try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
+    }
+
+    /// The entry files under `cache`.
+    static func entryFiles(in cache: String) -> Set<String> {
+        let entries = cache + "/entries"
+        let files = (try? FileManager.default.subpathsOfDirectory(atPath: entries)) ?? []
+        return Set(files.filter { $0.contains("/") }.map { "\(entries)/\($0)" })
+    }
+
+    static func size(of directory: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.reduce(0) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(name)")[.size] as? Int) ?? 0)
+        }
+    }
+}
