@@ -286,6 +286,38 @@ struct HardeningTests {
         #expect(try await self.tool.run(["clear"]).status == 1)
     }
 
+    @Test(
+        "on a full disk a large answer is still delivered, and a prefetch that could not store exits 1",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root")
+    )
+    func fullDisk() async throws {
+        let large = Data(repeating: 7, count: 9 << 20)
+        let origin = try await TestOrigin.start { request in
+            switch request.path {
+            case "/no-store": .init(fields: [("Cache-Control", "no-store")], data: large)
+            case "/large": .init(fields: [("Cache-Control", "max-age=600")], data: large)
+            default: .init(fields: [("Cache-Control", "max-age=600")], body: String(repeating: "p", count: 300_000))
+            }
+        }
+        defer { origin.stop() }
+        let mountPoint = self.tool.cache
+        try #require(mkdir(mountPoint, 0o700) == 0)
+        try #require(try Self.system(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mountPoint]) == 0)
+        defer { _ = try? Self.system(["umount", mountPoint]) }
+        for path in ["/no-store", "/large"] {
+            let output = self.tool.directory.path + "/out\(path.dropFirst())"
+            let run = try await self.tool.run([
+                "get", "--max-size", "1GB", "-o", output, origin.url(path).absoluteString,
+            ])
+            #expect(run.status == 0, "\(path): \(run.errors)")
+            #expect(FileManager.default.contents(atPath: output) == large, "\(path)")
+        }
+        let urls = (1...4).map { origin.url("/\($0)").absoluteString }
+        let prefetched = try await self.tool.run(["prefetch", "--max-size", "1GB"] + urls)
+        #expect(prefetched.status == 1)
+        #expect(prefetched.errors.contains("could not be stored"), "\(prefetched.errors)")
+    }
+
     /// Runs a system command to its end; returns its exit status.
     static func system(_ arguments: [String]) throws -> Int32 {
         try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
