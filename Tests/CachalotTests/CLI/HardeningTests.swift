@@ -96,8 +96,11 @@ struct HardeningTests {
         let output = self.tool.directory.path + "/out.txt"
         let victim = self.tool.directory.path + "/victim.txt"
         try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
-        // The old code wrote to `<path>.cachalot-<pid>`: plant links at every likely name.
-        for pid in 1..<400 {
+        // The old code wrote to `<path>.cachalot-<pid>`: plant links at the names of the next
+        // few hundred process ids (the kernel hands them out in order).
+        let last = try Int(String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8).filter(\.isNumber))
+        let next = try #require(last) + 1
+        for pid in next..<(next + 300) {
             try? FileManager.default.createSymbolicLink(
                 atPath: "\(output).cachalot-\(pid)",
                 withDestinationPath: victim
