@@ -167,8 +167,8 @@ struct DiskStore: Sendable {
             try self.append([.intent(digests)], to: &state)
         } catch  where error.code == .outOfSpace {}
         var kept: [String] = []
-        for digest in digests where try !self.removeEntryFile(digest) {
-            kept.append(self.path(of: digest))
+        for digest in digests {
+            if try !self.removeEntryFile(digest) { kept.append(self.path(of: digest)) }
         }
         try self.append(digests.map { .remove($0) } + [.commit], to: &state)
         if self.configuration.isDurable {
@@ -297,8 +297,13 @@ struct DiskStore: Sendable {
             defer { FileIO.closeDescriptor(descriptor) }
             try FileIO.checkTrusted(descriptor, path: path)
         }
-        try self.forEachSubdirectory { subdirectory, directory throws(CacheError) in
+        let unreadable = try self.forEachSubdirectory { subdirectory, directory throws(CacheError) in
             try FileIO.checkTrusted(directory, path: "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))")
+        }
+        for path in unreadable {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { throw FileIO.error("stat", path, errno) }
+            try FileIO.checkTrusted(status, path: path)
         }
     }
 

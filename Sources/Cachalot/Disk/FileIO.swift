@@ -332,6 +332,11 @@ enum FileIO {
     static func checkTrusted(_ descriptor: Int32, path: String) throws(CacheError) {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw Self.error("stat", path, errno) }
+        try Self.checkTrusted(status, path: path)
+    }
+
+    /// ``checkTrusted(_:path:)`` of what `stat` said of `path`.
+    static func checkTrusted(_ status: stat, path: String) throws(CacheError) {
         let user = geteuid()
         if status.st_uid != user && status.st_uid != 0 {
             throw CacheError(
