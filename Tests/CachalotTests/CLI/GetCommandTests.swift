@@ -156,12 +156,8 @@ struct GetCommandTests {
         defer { origin.stop() }
         // The cache directory on a 512 KiB file system: the 600 KB answer cannot be stored.
         let mountPoint = self.tool.cache
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        let mount = try ChildProcess.start("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mountPoint])
-        try #require(await CommandLineTool.offThePool { mount.waitForExit().status } == 0)
-        defer {
-            if let unmount = try? ChildProcess.start("umount", [mountPoint]) { _ = unmount.waitForExit() }
-        }
+        let disk = try Tmpfs(at: mountPoint, size: "512k")
+        defer { disk.unmount() }
         let run = try await self.cachalot(["get", "--max-size", "100MB", origin.url("/big").absoluteString])
         #expect(run.status == 0 && run.output == body)
         #expect(run.errors.contains("warning: 1 answer(s) could not be stored in \(mountPoint)"))

@@ -275,13 +275,11 @@ struct HardeningTests {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "kept") }
         defer { origin.stop() }
         // The cache directory is a file system of its own, made read-only once filled.
-        let mountPoint = self.tool.cache
-        try #require(mkdir(mountPoint, 0o700) == 0)
-        try #require(try Self.system(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", mountPoint]) == 0)
-        defer { _ = try? Self.system(["umount", mountPoint]) }
+        let disk = try Tmpfs(at: self.tool.cache, size: "1m")
+        defer { disk.unmount() }
         let url = origin.url("/a").absoluteString
         #expect(try await self.tool.run(["get", url]).status == 0)
-        try #require(try Self.system(["mount", "-o", "remount,ro", mountPoint]) == 0)
+        try disk.remountReadOnly()
         let offline = try await self.tool.run(["get", "--offline", url])
         #expect(offline.status == 0 && offline.output == "kept", "\(offline.errors)")
         let listed = try await self.tool.run(["ls"])
@@ -303,10 +301,8 @@ struct HardeningTests {
             }
         }
         defer { origin.stop() }
-        let mountPoint = self.tool.cache
-        try #require(mkdir(mountPoint, 0o700) == 0)
-        try #require(try Self.system(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", mountPoint]) == 0)
-        defer { _ = try? Self.system(["umount", mountPoint]) }
+        let disk = try Tmpfs(at: self.tool.cache, size: "512k")
+        defer { disk.unmount() }
         for path in ["/no-store", "/large"] {
             let output = self.tool.directory.path + "/out\(path.dropFirst())"
             let run = try await self.tool.run([
@@ -319,11 +315,6 @@ struct HardeningTests {
         let prefetched = try await self.tool.run(["prefetch", "--max-size", "1GB"] + urls)
         #expect(prefetched.status == 1)
         #expect(prefetched.errors.contains("could not be stored"), "\(prefetched.errors)")
-    }
-
-    /// Runs a system command to its end; returns its exit status.
-    static func system(_ arguments: [String]) throws -> Int32 {
-        try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
     }
 
     /// The entry files under `cache`.

@@ -7,29 +7,12 @@ import Testing
 /// A real full or read-only disk: a small tmpfs, which needs root to mount (CI runs as root).
 @Suite("DiskCache on a full or read-only disk", .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
 struct DiskCacheFullDiskTests {
-    static func run(_ arguments: [String]) throws -> Int32 {
-        try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
-    }
-
     /// A tmpfs of `size` mounted in a new temporary directory, unmounted by `body`'s end.
-    static func withTmpfs(size: String, _ body: (URL) throws -> Void) throws {
+    static func withTmpfs(size: String, _ body: (Tmpfs) throws -> Void) throws {
         let directory = try TemporaryDirectory()
-        let mountPoint = directory.url.appendingPathComponent("tiny")
-        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: false)
-        try #require(try Self.run(["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path]) == 0)
-        defer { _ = try? Self.run(["umount", mountPoint.path]) }
-        try body(mountPoint)
-    }
-
-    /// Fills the file system of `directory` to the last byte with a file of its own.
-    static func fill(_ directory: URL) throws {
-        let descriptor = open(directory.appendingPathComponent("filler").path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        let block = [UInt8](repeating: 0, count: 4_096)
-        while write(descriptor, block, block.count) > 0 {}
-        while write(descriptor, block, 1) > 0 {}
-        try #require(errno == ENOSPC)
+        let disk = try Tmpfs(at: directory.path + "/tiny", size: size)
+        defer { disk.unmount() }
+        try body(disk)
     }
 
     @Test(
@@ -37,14 +20,15 @@ struct DiskCacheFullDiskTests {
         arguments: ["trim", "purge", "clear"]
     )
     func freeingSpaceOnAFullDisk(operation: String) throws {
-        try Self.withTmpfs(size: "2m") { mountPoint in
+        try Self.withTmpfs(size: "2m") { disk in
+            let mountPoint = URL(fileURLWithPath: disk.path)
             let cache = try DiskCache(
                 directory: mountPoint.appendingPathComponent("cache"),
                 configuration: .init(sizeLimit: 64 << 20)
             )
             // 200 entries: removing them all takes an intent of 200 digests, more than a page.
             for index in 0..<200 { try cache.set(Data([UInt8(index)]), forKey: "entry-\(index)") }
-            try Self.fill(mountPoint)
+            try disk.fill()
             #expect(throws: CacheError.self) { try cache.set(Data(count: 10_000), forKey: "more") }
             switch operation {
             case "trim": #expect(try cache.trim(toSize: 0) == 200)
@@ -61,13 +45,14 @@ struct DiskCacheFullDiskTests {
 
     @Test("a read-only cache is read as it is: gets and listings work, changes fail clearly")
     func readOnlyCache() throws {
-        try Self.withTmpfs(size: "1m") { mountPoint in
+        try Self.withTmpfs(size: "1m") { disk in
+            let mountPoint = URL(fileURLWithPath: disk.path)
             let directory = mountPoint.appendingPathComponent("cache")
             do {
                 let cache = try DiskCache(directory: directory)
                 for index in 0..<3 { try cache.set(Data("body \(index)".utf8), forKey: "key-\(index)") }
             }
-            try #require(try Self.run(["mount", "-o", "remount,ro", mountPoint.path]) == 0)
+            try disk.remountReadOnly()
             let cache = try DiskCache(directory: directory)
             for index in 0..<3 { #expect(try cache.data(forKey: "key-\(index)") == Data("body \(index)".utf8)) }
             #expect(try cache.count == 3)
@@ -88,7 +73,8 @@ struct DiskCacheFullDiskTests {
 
     @Test("a write that runs out of space fails clearly, leaves nothing behind, and reads keep working")
     func outOfSpace() throws {
-        try Self.withTmpfs(size: "512k") { mountPoint in
+        try Self.withTmpfs(size: "512k") { disk in
+            let mountPoint = URL(fileURLWithPath: disk.path)
             let cache = try DiskCache(
                 directory: mountPoint.appendingPathComponent("cache"),
                 configuration: .init(sizeLimit: 64 << 20)

@@ -10,20 +10,15 @@ import Testing
 /// Loads into a cache on a full disk: a 1 MiB tmpfs, which needs root to mount (CI runs as root).
 @Suite("ResourceLoader on a full disk", .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
 struct FullDiskLoadTests {
-    static func run(_ arguments: [String]) throws -> Int32 {
-        try ChildProcess.start(arguments[0], Array(arguments.dropFirst())).waitForExit().status
-    }
-
     @Test(
         "a body that cannot be spooled or stored is still answered whole, and the failure is counted",
         arguments: [false, true]
     )
     func answeredDespiteFullDisk(streamed: Bool) async throws {
         let directory = try TemporaryDirectory()
-        let mountPoint = directory.url.appendingPathComponent("tiny")
-        try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: false)
-        try #require(try Self.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path]) == 0)
-        defer { _ = try? Self.run(["umount", mountPoint.path]) }
+        let disk = try Tmpfs(at: directory.path + "/tiny", size: "1m")
+        defer { disk.unmount() }
+        let mountPoint = URL(fileURLWithPath: disk.path)
 
         let body = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: body) }
