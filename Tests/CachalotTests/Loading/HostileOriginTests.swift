@@ -88,7 +88,10 @@ struct HostileOriginTests {
 
     @Test(
         "a redirect the loader will not follow is the answer, never an empty 200",
-        arguments: ["ftp://127.0.0.1/file", "http://127.0.0.1:99999/x", "http://", ""]
+        arguments: [
+            "ftp://127.0.0.1/file", "http://127.0.0.1:99999/x", "http://127.0.0.1:0/x", "http://", "", "http://[::1",
+            "data:text/plain,hi", "file:///etc/passwd", "javascript:alert(1)", "http://127.0.0.1:-1/x",
+        ]
     )
     func unfollowedRedirect(location: String) async throws {
         let origin = try await TestOrigin.start { _ in .init(status: 302, fields: [("Location", location)]) }
