@@ -18,11 +18,17 @@ import FoundationNetworking
 /// The answer comes back as soon as the response head arrives, and its body as the network
 /// delivers it, so that a loader reports progress and writes a large body to disk as it comes.
 /// A redirect is never followed: the loader follows it, so that each hop is cached under its
-/// own URL. A request without `Accept-Encoding` is sent with `Accept-Encoding: identity`, so
-/// that the body arrives as the origin sent it. `URLSession` may decode a body it was asked to
-/// have compressed, so for bodies stored exactly as sent, do not set `Accept-Encoding`, or use
-/// `AsyncHTTPClientTransport`. The session's `timeoutIntervalForRequest` bounds the wait
-/// between two pieces of the body.
+/// own URL. The session's `timeoutIntervalForRequest` bounds the wait between two pieces of
+/// the body.
+///
+/// **Compressed bodies.** A request without `Accept-Encoding` is sent with
+/// `Accept-Encoding: identity`. But `URLSession` decodes a compressed body by itself, whatever
+/// the request asked for, and cannot be told not to (libcurl on Linux decodes every coding it
+/// knows and fails on any other; Apple's decodes gzip, deflate and br), while it leaves
+/// `Content-Encoding` and `Content-Length` in the head as the origin sent them. So that the head
+/// describes the body the cache stores, the transport removes both fields when the body was
+/// decoded: such a response is stored decoded. For bodies stored exactly as the origin sent
+/// them, use `AsyncHTTPClientTransport`.
 /// `URLSession`'s own streaming (`bytes(for:)`) is not on Linux, so the transport makes its
 /// session with a delegate of its own, which hands each task's head and pieces over.
 public final class URLSessionTransport: HTTPTransport {
@@ -76,7 +82,29 @@ public final class URLSessionTransport: HTTPTransport {
             task.cancel()
             throw LoadError(.transport, "URLSession answered with a response head HTTPTypes cannot represent.")
         }
-        return HTTPTransportResponse(response: response, body: HTTPBody(pieces) { $0 })
+        return HTTPTransportResponse(response: Self.describingDecodedBody(response), body: HTTPBody(pieces) { $0 })
+    }
+
+    /// The content codings `URLSession` decodes by itself: on Linux, libcurl decodes every coding
+    /// it knows and fails the transfer on any other, so a body that arrives is always decoded.
+    #if canImport(FoundationNetworking)
+    static func decodes(_ coding: String) -> Bool { true }
+    #else
+    static func decodes(_ coding: String) -> Bool { ["gzip", "x-gzip", "deflate", "br"].contains(coding) }
+    #endif
+
+    /// `response` without `Content-Encoding` and `Content-Length` if `URLSession` decoded its
+    /// body (every coding it names is one that `URLSession` decodes): the fields described the
+    /// body as the origin sent it, not as it is handed over.
+    static func describingDecodedBody(_ response: HTTPResponse) -> HTTPResponse {
+        guard let value = response.headerFields[.contentEncoding] else { return response }
+        let codings = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        guard !codings.isEmpty, codings.allSatisfy(Self.decodes) else { return response }
+        var decoded = response
+        decoded.headerFields[.contentEncoding] = nil
+        decoded.headerFields[.contentLength] = nil
+        return decoded
     }
 }
 

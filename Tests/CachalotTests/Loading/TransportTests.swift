@@ -37,6 +37,36 @@ struct TransportTests {
         #expect(origin.requests.first?.path == "/things?a=1")
     }
 
+    @Test(
+        "a compressed body comes with a head that describes it: as sent through AsyncHTTPClient, decoded through URLSession",
+        arguments: [0, 1]
+    )
+    func compressedBody(transport: Int) async throws {
+        // "hello" gzipped, with its header's time zeroed.
+        let gzipped = Data(
+            [
+                0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00,
+                0x86, 0xa6, 0x10, 0x36, 0x05, 0x00, 0x00, 0x00,
+            ]
+        )
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Content-Encoding", "gzip")], data: gzipped) }
+        defer { origin.stop() }
+        let reply = try await Self.transports[transport]().send(HTTPRequest(url: origin.url("/z")), body: nil)
+        var body = Data()
+        for try await piece in reply.body { body.append(piece) }
+        if transport == 0 {
+            #expect(body == gzipped)
+            #expect(reply.response.headerFields[.contentEncoding] == "gzip")
+            #expect(reply.response.headerFields[.contentLength] == "\(gzipped.count)")
+        } else {
+            #expect(body == Data("hello".utf8))
+            #expect(reply.response.headerFields[.contentEncoding] == nil)
+            #expect(reply.response.headerFields[.contentLength] == nil)
+        }
+        let asked = origin.requests.first?.headerFields[.acceptEncoding]
+        #expect(asked == nil || asked == "identity")
+    }
+
     @Test("each transport returns the head and the body's first pieces before the body has ended", arguments: [0, 1])
     func streamsTheBody(transport: Int) async throws {
         let origin = try await TestOrigin.start { _ in
