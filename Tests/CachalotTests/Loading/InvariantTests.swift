@@ -8,9 +8,9 @@ import Testing
 
 @testable import Cachalot
 
-/// The cache's first promise, checked over a random mix of origin behaviours and of damage to
-/// the cache directory between loads: every body it answers with is one the origin sent for
-/// that URL. (Writers killed at random moments are the disk tier's crash test.)
+/// The cache's first promise, checked over a random mix of origin behaviours, of damage to the
+/// cache directory between loads, and of `cachalot` processes killed in the middle of a load:
+/// every body it answers with is one the origin sent for that URL.
 @Suite("Answers are always what the origin sent", .timeLimit(.minutes(2)))
 struct InvariantTests {
     /// What the origin sent, by path: every body, and the version it serves now.
@@ -104,6 +104,66 @@ struct InvariantTests {
         }
         await loader.waitForBackgroundWork()
         #expect(answers > 30)
+    }
+
+    @Test(
+        "cachalot processes killed at random moments, on a tampered directory, never answer bytes not sent",
+        arguments: [1, 2, 3]
+    )
+    func killedProcesses(seed: UInt64) async throws {
+        let tool = try CommandLineTool()
+        let ledger = Ledger()
+        let behaviour = Mutex(SeededGenerator(seed: seed))
+        let paths = (0..<4).map { "/k\($0)" }
+        let origin = try await TestOrigin.start { request in
+            let path = request.path ?? "/"
+            let version = ledger.version(path)
+            // Large enough that a kill often lands while the body streams to a file.
+            let body = Self.body(path, version: version, size: path == "/k3" ? 3 << 20 : 40_000)
+            let choice = behaviour.withLock { Int.random(in: 0..<6, using: &$0) }
+            if choice == 0 {
+                return .init(fields: [("Cache-Control", "max-age=60")], data: body, truncatedAfter: body.count / 3)
+            }
+            ledger.record(body, for: path)
+            return .init(fields: [("Cache-Control", "max-age=\(choice * 2)"), ("ETag", "\"\(version)\"")], data: body)
+        }
+        defer { origin.stop() }
+        var random = SeededGenerator(seed: seed &* 104_729)
+        let output = tool.directory.path + "/out"
+        var (answers, kills) = (0, 0)
+        for _ in 0..<24 {
+            let path = paths.randomElement(using: &random)!
+            let url = origin.url(path).absoluteString
+            try? FileManager.default.removeItem(atPath: output)
+            let child = try tool.start(["get", "-o", output, url], capturingOutput: false)
+            if Bool.random(using: &random) {
+                // Jitter, not a wait: spread the kills over every phase of a load.
+                let clock = ContinuousClock()
+                let deadline = clock.now.advanced(by: .microseconds(Int.random(in: 0...60_000, using: &random)))
+                while clock.now < deadline {}
+                child.send(SIGKILL)
+            }
+            let ending = await CommandLineTool.offThePool { child.waitForExit() }
+            if ending.status == 128 + SIGKILL { kills += 1 }
+            if ending.status == 0 {
+                #expect(ledger.sent(path).contains(try Data(contentsOf: URL(fileURLWithPath: output))), "\(path)")
+                answers += 1
+            }
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: ledger.bump(path)
+            case 1: try Self.tamper(with: tool.cache, using: &random)
+            default: break
+            }
+            // What a later process finds stored, if anything, is what the origin sent.
+            let stored = tool.directory.path + "/stored"
+            try? FileManager.default.removeItem(atPath: stored)
+            let offline = try await tool.run(["get", "--offline", "-o", stored, url])
+            #expect(offline.status == 0 || offline.status == 4, "\(path): \(offline.errors)")
+            if offline.status == 0 {
+                #expect(ledger.sent(path).contains(try Data(contentsOf: URL(fileURLWithPath: stored))), "\(path)")
+            }
+        }
+        #expect(answers > 5 && kills > 3)
     }
 
     /// Flips a byte of, cuts short, swaps or removes one entry file, or removes the journal.
