@@ -313,19 +313,19 @@ public final class DiskCache: DataCaching {
 
     // MARK: - Inspecting
 
-    /// The total size of the entries' files, in bytes.
+    /// The space the entries' files take, in bytes counted in whole allocation units.
     public var totalSize: Int {
-        get throws(CacheError) { try self.transaction { state in state.index.totalSize } }
+        get throws(CacheError) { try self.transaction(changing: false) { state in state.index.totalSize } }
     }
 
     /// The number of entries.
     public var count: Int {
-        get throws(CacheError) { try self.transaction { state in state.index.count } }
+        get throws(CacheError) { try self.transaction(changing: false) { state in state.index.count } }
     }
 
     /// Every entry, least recently used first.
     public func entries() throws(CacheError) -> [EntryInfo] {
-        try self.transaction { state in
+        try self.transaction(changing: false) { state in
             state.index.entriesByUse.map { entry in
                 EntryInfo(
                     key: entry.key,
@@ -341,7 +341,12 @@ public final class DiskCache: DataCaching {
 
     /// Runs `body` with the in-process lock and the directory's lock held, after catching up with
     /// the journal and writing the accesses noted since the last change.
+    ///
+    /// A transaction that is `changing` the cache throws at once, before anything is touched, if
+    /// the cache is read-only; one that only reads runs, and on a read-only cache writes nothing
+    /// (the accesses are dropped, and no sweep or compaction runs).
     private func transaction<Result: Sendable>(
+        changing: Bool = true,
         _ body: (inout DiskStore.State) throws(CacheError) -> Result
     ) throws(CacheError) -> Result {
         let accesses = self.accesses.withLock { accesses in
@@ -352,15 +357,15 @@ public final class DiskCache: DataCaching {
             try self.store.lock(&state)
             defer { FileIO.unlock(state.lockDescriptor) }
             try self.store.catchUp(&state)
-            // Uses only order eviction: on a full disk or a read-only cache they are dropped,
-            // so that the change (perhaps one that frees space) can still be made.
-            if state.journal.isWritable {
-                do throws(CacheError) {
-                    try self.store.append(accesses, to: &state)
-                } catch  where error.code == .outOfSpace {}
-            }
+            if changing { try state.journal.checkWritable() }
+            guard state.journal.isWritable else { return try body(&state) }
+            // Uses only order eviction: on a full disk they are dropped, so that the change
+            // (perhaps one that frees space) can still be made.
+            do throws(CacheError) {
+                try self.store.append(accesses, to: &state)
+            } catch where error.code == .outOfSpace {}
             let result = try body(&state)
-            if state.sweepStep < DiskStore.sweepSteps, state.journal.isWritable {
+            if state.sweepStep < DiskStore.sweepSteps {
                 // A failed step is retried by the next explicit sweep; the change itself was made.
                 _ = try? self.store.sweep(step: state.sweepStep, &state)
                 state.sweepStep += 1
@@ -442,6 +447,6 @@ public final class DiskCache: DataCaching {
     }
 
     private func flushAccesses() throws(CacheError) {
-        try self.transaction { _ in }
+        try self.transaction(changing: false) { _ in }
     }
 }

@@ -49,6 +49,8 @@ struct DiskStore: Sendable {
         let lockPath = self.root + "/lock"
         let lockDescriptor = try FileIO.openForUpdateOrReading(lockPath).descriptor
         do {
+            // Whoever else could write the lock or the journal could hold the cache or rewrite it.
+            try FileIO.checkTrusted(lockDescriptor, path: lockPath)
             try FileIO.lockExclusively(lockDescriptor, path: lockPath)
         } catch {
             FileIO.closeDescriptor(lockDescriptor)
@@ -56,8 +58,14 @@ struct DiskStore: Sendable {
         }
         // Closing the lock's descriptor releases the lock; the error paths below rely on that.
         let journal: Journal
-        do {
+        do throws(CacheError) {
             journal = try Journal(path: self.root + "/journal")
+            do throws(CacheError) {
+                try FileIO.checkTrusted(journal.descriptor, path: journal.path)
+            } catch {
+                journal.close()
+                throw error
+            }
         } catch {
             FileIO.closeDescriptor(lockDescriptor)
             throw error
@@ -100,7 +108,7 @@ struct DiskStore: Sendable {
             if try FileIO.isFile(state.lockDescriptor, at: path) { return }
             FileIO.unlock(state.lockDescriptor)
             try Self.makeDirectories(self.root)
-            let current = try FileIO.openForUpdate(path)
+            let current = try FileIO.openForUpdateOrReading(path).descriptor
             FileIO.closeDescriptor(state.lockDescriptor)
             state.lockDescriptor = current
         }
@@ -118,9 +126,12 @@ struct DiskStore: Sendable {
         for record in try state.journal.readNew() {
             state.index.apply(record)
         }
-        // The lock is held: whoever wrote an uncommitted intent is gone (or failed here).
+        // The lock is held: whoever wrote an uncommitted intent is gone (or failed here). On a
+        // full disk it stays open, for the first change after space is freed to settle.
         if let digests = state.index.openIntent, state.journal.isWritable {
-            try self.settle(digests, &state)
+            do throws(CacheError) {
+                try self.settle(digests, &state)
+            } catch where error.code == .outOfSpace {}
         }
     }
 
@@ -163,14 +174,19 @@ struct DiskStore: Sendable {
     @discardableResult
     func remove(_ digests: [KeyDigest], _ state: inout State) throws(CacheError) -> [String] {
         guard !digests.isEmpty else { return [] }
+        var isIntentRecorded = true
         do throws(CacheError) {
             try self.append([.intent(digests)], to: &state)
-        } catch  where error.code == .outOfSpace {}
+        } catch where error.code == .outOfSpace {
+            isIntentRecorded = false
+        }
         var kept: [String] = []
         for digest in digests {
             if try !self.removeEntryFile(digest) { kept.append(self.path(of: digest)) }
         }
-        try self.append(digests.map { .remove($0) } + [.commit], to: &state)
+        // Without an intent of its own, no commit: an intent left open before, if any, stays
+        // open for the next change to settle.
+        try self.append(digests.map { .remove($0) } + (isIntentRecorded ? [.commit] : []), to: &state)
         if self.configuration.isDurable {
             try FileIO.synchronizeDirectory(self.entries)
         }
@@ -297,13 +313,15 @@ struct DiskStore: Sendable {
             defer { FileIO.closeDescriptor(descriptor) }
             try FileIO.checkTrusted(descriptor, path: path)
         }
-        let unreadable = try self.forEachSubdirectory { subdirectory, directory throws(CacheError) in
-            try FileIO.checkTrusted(directory, path: "\(self.entries)/\(KeyDigest.hexadecimal(subdirectory))")
-        }
-        for path in unreadable {
+        // The subdirectories by what `fstatat` says, without opening them: one root made may be
+        // closed to this user, and what is not a directory is the sweep's to remove.
+        let entries = try self.entriesDescriptor()
+        for name in try FileIO.names(in: entries, path: self.entries) where KeyDigest.subdirectoryNumber(name) != nil {
             var status = stat()
-            guard lstat(path, &status) == 0 else { throw FileIO.error("stat", path, errno) }
-            try FileIO.checkTrusted(status, path: path)
+            guard fstatat(entries, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            if (status.st_mode & S_IFMT) == S_IFDIR {
+                try FileIO.checkTrusted(status, path: "\(self.entries)/\(name)")
+            }
         }
     }
 

@@ -86,9 +86,11 @@ enum FileIO {
         path: @autoclosure () -> String
     ) throws(CacheError) -> Bool {
         if unlinkat(directory, name, 0) == 0 { return true }
-        if errno == ENOENT { return false }
-        if errno == EISDIR || errno == EPERM, unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
-        throw Self.error("remove", path(), errno)
+        let error = errno
+        if error == ENOENT { return false }
+        // A directory where a file belongs (EISDIR on Linux, EPERM on Darwin): remove it if empty.
+        if error == EISDIR || error == EPERM, unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
+        throw Self.error("remove", path(), error)
     }
 
     /// The size of the open file, and whether it is a regular file.
@@ -233,22 +235,16 @@ enum FileIO {
         )
     }
 
-    /// Opens (creating if needed) a file for reading and writing, without following a link.
-    static func openForUpdate(_ path: String) throws(CacheError) -> Int32 {
+    /// Opens (creating if needed) a file for reading and writing, without following a link, or,
+    /// where this user may not write it (a read-only file system or cache), for reading only;
+    /// returns why it could not be written (`EROFS` or `EACCES`), or 0 if it can be.
+    static func openForUpdateOrReading(_ path: String) throws(CacheError) -> (descriptor: Int32, writeError: Int32) {
         let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw Self.error("open", path, errno) }
-        return descriptor
-    }
-
-    /// Opens a file as ``openForUpdate(_:)`` does or, where this user may not write it (a
-    /// read-only file system or cache), for reading only; says which.
-    static func openForUpdateOrReading(_ path: String) throws(CacheError) -> (descriptor: Int32, isWritable: Bool) {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if descriptor >= 0 { return (descriptor, true) }
+        if descriptor >= 0 { return (descriptor, 0) }
         let error = errno
         if error == EACCES || error == EROFS {
             let reading = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            if reading >= 0 { return (reading, false) }
+            if reading >= 0 { return (reading, error) }
         }
         throw Self.error("open", path, error)
     }
@@ -266,10 +262,11 @@ enum FileIO {
     @discardableResult
     static func removeFile(_ path: String) throws(CacheError) -> Bool {
         if unlink(path) == 0 { return true }
-        if errno == ENOENT { return false }
+        let error = errno
+        if error == ENOENT { return false }
         // A directory where a file belongs (EISDIR on Linux, EPERM on Darwin): remove it if empty.
-        if errno == EISDIR || errno == EPERM, rmdir(path) == 0 { return true }
-        throw Self.error("remove", path, errno)
+        if error == EISDIR || error == EPERM, rmdir(path) == 0 { return true }
+        throw Self.error("remove", path, error)
     }
 
     static func truncate(_ descriptor: Int32, to size: Int, path: String) throws(CacheError) {
@@ -317,12 +314,13 @@ enum FileIO {
     }
 
     /// The allocation unit of the file system that holds `path`: the fragment size `statvfs`
-    /// reports, or 4096 if it reports none.
+    /// reports, if it is a block size from 512 bytes to 64 KiB; else 4096. (Network file systems
+    /// report their transfer size there, up to megabytes, which is no unit of space.)
     static func allocationUnit(of path: String) -> Int {
         var status = statvfs()
         guard statvfs(path, &status) == 0 else { return 4_096 }
         let unit = Int(status.f_frsize > 0 ? status.f_frsize : status.f_bsize)
-        return unit > 0 ? unit : 4_096
+        return (512...65_536).contains(unit) ? unit : 4_096
     }
 
     /// Checks that the open directory `descriptor` can be trusted with the cache: it belongs to
@@ -349,10 +347,11 @@ enum FileIO {
             )
         }
         if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+            let mode = (status.st_mode & S_IFMT) == S_IFDIR ? "700" : "600"
             throw CacheError(
                 .fileSystem,
                 "\(path) can be written by other users (mode \(String(status.st_mode & 0o7777, radix: 8))): they "
-                    + "could change what the cache serves. Make it private with `chmod 700 \(path)`, or choose "
+                    + "could change what the cache serves. Make it private with `chmod \(mode) \(path)`, or choose "
                     + "another cache directory.",
                 path: path,
                 errno: EPERM

@@ -130,10 +130,18 @@ struct Journal {
 
     let path: String
     private(set) var descriptor: Int32
-    /// Whether this process may write the journal. A read-only cache (a read-only file system,
-    /// or a directory this user may not write) is read as it is: nothing is appended, cut off
-    /// or rewritten.
-    let isWritable: Bool
+    /// Why this process may not write the journal (`EROFS` or `EACCES`), or 0 if it may. A
+    /// read-only cache (a read-only file system, or a journal this user may not write) is read
+    /// as it is: nothing is appended, cut off or rewritten.
+    private let writeError: Int32
+
+    /// Whether this process may write the journal.
+    var isWritable: Bool { self.writeError == 0 }
+
+    /// Throws, naming the cause, unless this process may write the journal.
+    func checkWritable() throws(CacheError) {
+        guard self.isWritable else { throw FileIO.error("change the cache, whose journal is", self.path, self.writeError) }
+    }
     private var fileID: (device: UInt64, inode: UInt64)
     /// How far this process has read and applied.
     private(set) var offset: Int
@@ -141,7 +149,7 @@ struct Journal {
     /// Opens the journal at `path`, creating it if needed. The caller holds the lock.
     init(path: String) throws(CacheError) {
         self.path = path
-        (self.descriptor, self.isWritable) = try FileIO.openForUpdateOrReading(path)
+        (self.descriptor, self.writeError) = try FileIO.openForUpdateOrReading(path)
         self.fileID = (0, 0)
         self.offset = 0
         self.fileID = try Self.fileID(of: self.descriptor, path: path)
@@ -200,7 +208,7 @@ struct Journal {
     /// Appends `records` at the end. The caller holds the lock and has read everything before.
     mutating func append(_ records: [JournalRecord]) throws(CacheError) {
         guard !records.isEmpty else { return }
-        guard self.isWritable else { throw FileIO.error("change", self.path, EROFS) }
+        try self.checkWritable()
         var bytes: [UInt8] = []
         for record in records { record.encode(into: &bytes) }
         do {
@@ -243,7 +251,7 @@ struct Journal {
         guard self.isWritable else {
             // A read-only journal that is empty or not ours cannot be started afresh.
             if size > 0 { return }
-            throw FileIO.error("start", self.path, EROFS)
+            throw FileIO.error("start", self.path, self.writeError)
         }
         if size == 0 {
             try FileIO.writeAll(self.descriptor, Self.magic, at: 0, path: self.path)

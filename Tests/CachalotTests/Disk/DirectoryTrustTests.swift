@@ -12,7 +12,7 @@ import Glibc
 /// chooses what the cache serves. Giving a directory away takes root (CI runs as root).
 @Suite("DiskCache refuses a directory another user could change", .enabled(if: getuid() == 0, "chown needs root"))
 struct DirectoryTrustTests {
-    static let parts = ["", "/tmp", "/entries", "/entries/ab"]
+    static let parts = ["", "/tmp", "/entries", "/entries/ab", "/lock", "/journal"]
 
     let directory: TemporaryDirectory
 
@@ -23,7 +23,10 @@ struct DirectoryTrustTests {
         mkdir(self.directory.path + "/entries/ab", 0o700)
     }
 
-    @Test("a directory of the cache that belongs to another user is refused, naming the owner", arguments: parts)
+    @Test(
+        "a directory or file of the cache that belongs to another user is refused, naming the owner",
+        arguments: parts
+    )
     func foreignOwner(part: String) throws {
         let path = self.directory.path + part
         try #require(chown(path, 54_321, 54_321) == 0)
@@ -36,16 +39,20 @@ struct DirectoryTrustTests {
         }
     }
 
-    @Test("a directory of the cache that others may write is refused, naming the chmod that fixes it", arguments: parts)
+    @Test(
+        "a directory or file of the cache that others may write is refused, naming the chmod that fixes it",
+        arguments: parts
+    )
     func writableByOthers(part: String) throws {
         let path = self.directory.path + part
+        let mode = ["/lock", "/journal"].contains(part) ? "600" : "700"
         try #require(chmod(path, 0o777) == 0)
         #expect {
             _ = try DiskCache(directory: self.directory.url)
         } throws: { error in
-            (error as? CacheError)?.message.contains("chmod 700 \(path)") == true
+            (error as? CacheError)?.message.contains("chmod \(mode) \(path)") == true
         }
-        try #require(chmod(path, 0o700) == 0)
+        try #require(chmod(path, mode == "600" ? 0o600 : 0o700) == 0)
         #expect(try DiskCache(directory: self.directory.url).data(forKey: "key") == Data("body".utf8))
     }
 

@@ -43,6 +43,28 @@ struct DiskCacheFullDiskTests {
         }
     }
 
+    @Test("an intent a dead writer left open does not stop a full disk from being freed; it is settled after")
+    func openIntentOnAFullDisk() throws {
+        try Self.withTmpfs(size: "2m") { disk in
+            let directory = URL(fileURLWithPath: disk.path + "/cache")
+            do {
+                let cache = try DiskCache(directory: directory, configuration: .init(sizeLimit: 64 << 20))
+                for index in 0..<200 { try cache.set(Data([UInt8(index)]), forKey: "entry-\(index)") }
+            }
+            // A writer announced a change of "entry-0" and died before recording it.
+            var journal = try Journal(path: directory.path + "/journal")
+            _ = try journal.readNew()
+            try journal.append([.intent([KeyDigest(key: "entry-0")])])
+            journal.close()
+            try disk.fill()
+            let cache = try DiskCache(directory: directory, configuration: .init(sizeLimit: 64 << 20))
+            #expect(try cache.trim(toSize: 0) == 200)
+            try cache.set(Data("after".utf8), forKey: "entry-0")
+            #expect(try cache.count == 1)
+            #expect(try DiskCache(directory: directory).data(forKey: "entry-0") == Data("after".utf8))
+        }
+    }
+
     @Test("a read-only cache is read as it is: gets and listings work, changes fail clearly")
     func readOnlyCache() throws {
         try Self.withTmpfs(size: "1m") { disk in
@@ -62,11 +84,23 @@ struct DiskCacheFullDiskTests {
             } throws: { error in
                 (error as? CacheError)?.errno == EROFS
             }
-            #expect {
-                try cache.removeAll()
-            } throws: { error in
-                (error as? CacheError)?.message.contains("Read-only file system") == true
+            let changes: [(String, () throws -> Void)] = [
+                ("removeAll", { try cache.removeAll() }), ("removeValue", { try cache.removeValue(forKey: "key-0") }),
+                ("trim", { try cache.trim(toSize: 0) }), ("sweep", { try cache.sweep() }),
+                ("purge", { try cache.removeEntries(createdBefore: .distantFuture) }),
+            ]
+            for (name, change) in changes {
+                #expect(throws: CacheError.self, "\(name)") { try change() }
+                #expect {
+                    try change()
+                } throws: { error in
+                    (error as? CacheError)?.message.contains(
+                        "journal is \(directory.path)/journal: Read-only file system"
+                    )
+                        == true
+                }
             }
+            #expect(try cache.count == 3)
             #expect(try cache.data(forKey: "key-0") == Data("body 0".utf8))
         }
     }
