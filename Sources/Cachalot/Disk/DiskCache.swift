@@ -363,7 +363,7 @@ public final class DiskCache: DataCaching {
             // (perhaps one that frees space) can still be made.
             do throws(CacheError) {
                 try self.store.append(accesses, to: &state)
-            } catch where error.code == .outOfSpace {}
+            } catch  where error.code == .outOfSpace {}
             let result = try body(&state)
             if state.sweepStep < DiskStore.sweepSteps {
                 // A failed step is retried by the next explicit sweep; the change itself was made.

@@ -131,7 +131,7 @@ struct DiskStore: Sendable {
         if let digests = state.index.openIntent, state.journal.isWritable {
             do throws(CacheError) {
                 try self.settle(digests, &state)
-            } catch where error.code == .outOfSpace {}
+            } catch  where error.code == .outOfSpace {}
         }
     }
 
@@ -177,7 +177,7 @@ struct DiskStore: Sendable {
         var isIntentRecorded = true
         do throws(CacheError) {
             try self.append([.intent(digests)], to: &state)
-        } catch where error.code == .outOfSpace {
+        } catch  where error.code == .outOfSpace {
             isIntentRecorded = false
         }
         var kept: [String] = []

@@ -140,7 +140,9 @@ struct Journal {
 
     /// Throws, naming the cause, unless this process may write the journal.
     func checkWritable() throws(CacheError) {
-        guard self.isWritable else { throw FileIO.error("change the cache, whose journal is", self.path, self.writeError) }
+        guard self.isWritable else {
+            throw FileIO.error("change the cache, whose journal is", self.path, self.writeError)
+        }
     }
     private var fileID: (device: UInt64, inode: UInt64)
     /// How far this process has read and applied.
