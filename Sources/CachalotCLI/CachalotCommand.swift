@@ -1,5 +1,11 @@
 import ArgumentParser
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `cachalot`: curl with a persistent cache that follows HTTP's caching rules.
 @main
 struct CachalotCommand: AsyncParsableCommand {
@@ -18,4 +24,13 @@ struct CachalotCommand: AsyncParsableCommand {
             """,
         subcommands: [Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self]
     )
+
+    static func main() async {
+        // A reader that goes away shows as EPIPE from a write, on which the command ends with
+        // 141 after its bookkeeping (what was loaded is on disk, the counts are kept), rather
+        // than as SIGPIPE, which would end it in the middle of a write. SwiftNIO ignores SIGPIPE
+        // too, but only once it has opened a socket: an answer from the cache opens none.
+        signal(SIGPIPE, SIG_IGN)
+        await Self.main(nil)
+    }
 }

@@ -73,7 +73,7 @@ final class OutputFile {
             return 0
         }
         guard failure != 0 else { return }
-        // SwiftNIO ignores SIGPIPE in the whole process, so a reader that went away shows as
+        // SIGPIPE is ignored (see `CachalotCommand.main`), so a reader that went away shows as
         // EPIPE: end as a process killed by SIGPIPE ends in a shell, quietly, with 141.
         if failure == EPIPE { throw Failure(.closedOutput, "") }
         throw Self.error(self.path ?? "standard output", failure)

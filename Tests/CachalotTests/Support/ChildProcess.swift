@@ -66,8 +66,22 @@ struct ChildProcess {
         posix_spawn_file_actions_addclose(&actions, errorPipe[0])
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        // SIGPIPE as a shell leaves it: this process ignores it (SwiftNIO does), and a child
+        // would inherit that.
+        #if canImport(Glibc)
+        var attributes = posix_spawnattr_t()
+        #else
+        var attributes: posix_spawnattr_t?
+        #endif
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         var pid = pid_t()
-        let status = posix_spawnp(&pid, executable, &actions, nil, argv, environ)
+        let status = posix_spawnp(&pid, executable, &actions, &attributes, argv, environ)
         if capturingOutput { close(outputPipe[1]) }
         close(errorPipe[1])
         guard status == 0 else { throw SpawnFailed(status: status) }
@@ -129,17 +143,20 @@ struct ChildProcess {
     /// Waits for the child to end; returns its exit status, or 128 + the signal that ended it,
     /// and what it wrote to standard error.
     func waitForExit() -> (status: Int32, errors: String) {
-        self.waitForExit(closingOutput: true)
+        let ending = self.waitForExit(closingOutput: true)
+        return (ending.status, ending.errors)
     }
 
     /// Closes standard output's read end at once, as a reader that stops early does (the
     /// child's next write then fails with EPIPE), and waits for the child to end.
-    func closeOutputAndWaitForExit() -> (status: Int32, errors: String) {
+    /// The status is the child's own exit status, or 128 + the signal that ended it, as
+    /// `waitForExit()` gives it; `signal` tells the two apart (0 for an exit of its own).
+    func closeOutputAndWaitForExit() -> (status: Int32, errors: String, signal: Int32) {
         if self.output >= 0 { close(self.output) }
         return self.waitForExit(closingOutput: false)
     }
 
-    private func waitForExit(closingOutput: Bool) -> (status: Int32, errors: String) {
+    private func waitForExit(closingOutput: Bool) -> (status: Int32, errors: String, signal: Int32) {
         var text: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while true {
@@ -152,6 +169,6 @@ struct ChildProcess {
         close(self.errors)
         if closingOutput, self.output >= 0 { close(self.output) }
         let signal = status & 0x7F
-        return (signal == 0 ? (status >> 8) & 0xFF : 128 + signal, String(decoding: text, as: UTF8.self))
+        return (signal == 0 ? (status >> 8) & 0xFF : 128 + signal, String(decoding: text, as: UTF8.self), signal)
     }
 }
