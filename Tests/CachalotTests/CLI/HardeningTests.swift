@@ -194,7 +194,8 @@ struct HardeningTests {
         }
         defer { origin.stop() }
         let child = try self.tool.start(["get", "--max-size", "20MB", origin.url("/endless").absoluteString])
-        let (run, spooled) = await CommandLineTool.offThePool { () -> ((status: Int32, errors: String, signal: Int32), Int) in
+        typealias Ending = (status: Int32, errors: String, signal: Int32)
+        let (run, spooled) = await CommandLineTool.offThePool { () -> (Ending, Int) in
             var buffer = [UInt8](repeating: 0, count: 65_536)
             var received = 0
             while received < 60 << 20 {
