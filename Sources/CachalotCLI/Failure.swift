@@ -56,7 +56,8 @@ struct Failure: Error, CustomStringConvertible {
             self.init(.notCached, "\(url) is not in the cache, and the policy forbids loading it.")
         case _ where status.code >= 400:
             self.init(.httpError, "the server answered \(status.code) \(status.reasonPhrase) for \(url)")
-        case _ where (300..<400).contains(status.code):
+        // A 304 answers the caller's own conditional request (-H If-None-Match): not a failure.
+        case _ where (300..<400).contains(status.code) && status.code != 304:
             let target = response.headerFields[.location].map { "to \($0)" } ?? "without a Location"
             self.init(
                 .httpError,

@@ -100,7 +100,8 @@ struct GlobalOptions: ParsableArguments {
 
     /// The client for every request, made on first use and living as long as the process (so
     /// it needs no shutdown), configured as a cache's client must be: no redirects followed
-    /// (the loader follows them), nothing decompressed, and `idleTimeout` between two reads. A
+    /// (the loader follows them), nothing decompressed, and `idleTimeout` between two reads (the
+    /// first call's: a process runs one command, with one `--timeout`). A
     /// connection that fails is reported at once, not retried until the timeout: a refused
     /// port or an unknown host is an answer for a command-line tool.
     private static func client(idleTimeout: Duration) -> HTTPClient {

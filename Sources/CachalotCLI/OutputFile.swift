@@ -10,9 +10,10 @@ import Darwin
 ///
 /// A regular file (or a name not yet taken) is written whole or not at all: to a new file
 /// beside it, whose name no one can guess and which is created with `O_CREAT | O_EXCL |
-/// O_NOFOLLOW` (so a link planted in advance redirects nothing), then renamed over it. Anything
-/// else (a FIFO, a terminal, `/dev/stdout`, a device) is written directly, as curl does: renaming
-/// a regular file over a device would replace it.
+/// O_NOFOLLOW` (so a link planted at a temporary name redirects nothing), then renamed over the
+/// name (a link there is replaced, not followed). Anything else the name leads to (a FIFO, a
+/// terminal, `/dev/stdout`, a device, also through a link) is written directly, as curl does:
+/// renaming a regular file over a device would replace it.
 final class OutputFile {
     struct WriteError: Error, CustomStringConvertible {
         let description: String
@@ -25,14 +26,17 @@ final class OutputFile {
 
     /// Opens standard output (`path` nil) or the file at `path`; `mode` is for a new file, less
     /// the umask.
-    init(path: String?, mode: mode_t = 0o666) throws {
+    ///
+    /// With `replacing`, whatever is at `path` (a device, a FIFO, a link) is replaced by the new
+    /// file, never written into: for the tool's own files in the cache directory.
+    init(path: String?, mode: mode_t = 0o666, replacing: Bool = false) throws {
         self.path = path
         guard let path else {
             self.descriptor = STDOUT_FILENO
             return
         }
         var status = stat()
-        if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
+        if !replacing, stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
             self.descriptor = open(path, O_WRONLY | O_CLOEXEC)
             guard self.descriptor >= 0 else { throw Self.error(path, errno) }
             return
@@ -104,8 +108,8 @@ final class OutputFile {
     }
 
     /// Writes `data` as the whole of the file at `path`.
-    static func write(_ data: Data, to path: String, mode: mode_t = 0o666) throws {
-        let file = try OutputFile(path: path, mode: mode)
+    static func write(_ data: Data, to path: String, mode: mode_t = 0o666, replacing: Bool = false) throws {
+        let file = try OutputFile(path: path, mode: mode, replacing: replacing)
         try file.write(data)
         try file.finish()
     }

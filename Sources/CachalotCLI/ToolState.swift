@@ -47,19 +47,45 @@ struct ToolState {
 
     /// The state kept in `directory`, or `nil` if there is none that can be read.
     static func read(from directory: URL) -> ToolState? {
-        guard let data = FileManager.default.contents(atPath: Self.path(in: directory)) else { return nil }
+        guard let data = Self.contents(of: Self.path(in: directory)) else { return nil }
         var values: [Substring: Int] = [:]
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: " ")
             if parts.count == 2, let value = Int(parts[1]) { values[parts[0]] = value }
         }
         // Values no run writes (a date before 1970 or after 9999, a size or count below zero)
-        // mean the file was damaged: it is started afresh, or the value left out.
-        guard let since = values["since"], (0...253_402_300_799).contains(since) else { return nil }
+        // mean the file was damaged: the counts start afresh, and a bad value is left out; the
+        // size limit, the user's own choice, is kept if it is whole.
+        let maximumSize = values["maximumSize"].flatMap { $0 > 0 ? $0 : nil }
+        guard let since = values["since"], (0...253_402_300_799).contains(since) else {
+            guard let maximumSize else { return nil }
+            var state = ToolState(since: Date())
+            state.maximumSize = maximumSize
+            return state
+        }
         var state = ToolState(since: Date(timeIntervalSince1970: TimeInterval(since)))
-        state.maximumSize = values["maximumSize"].flatMap { $0 > 0 ? $0 : nil }
+        state.maximumSize = maximumSize
         for (name, count) in Self.counts { state.statistics[keyPath: count] = max(0, values[Substring(name)] ?? 0) }
         return state
+    }
+
+    /// The bytes of the regular file at `path`, if it is one of at most 64 KiB. A link, a FIFO
+    /// or a device in its place is neither followed nor read: it could block, or never end.
+    private static func contents(of path: String) -> Data? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= 65_536 else {
+            return nil
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        #if canImport(Glibc)
+        let count = Glibc.read(descriptor, &bytes, bytes.count)
+        #else
+        let count = Darwin.read(descriptor, &bytes, bytes.count)
+        #endif
+        return count >= 0 ? Data(bytes[0..<count]) : nil
     }
 
     /// The file's text.
@@ -72,13 +98,17 @@ struct ToolState {
 
     /// Changes the state kept in `directory` under its lock, making it if there is none.
     static func update(in directory: URL, _ change: (inout ToolState) -> Void) throws {
-        let lock = open(directory.appending(path: "cachalot.lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let lock = open(
+            directory.appending(path: "cachalot.lock").path,
+            O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+            0o600
+        )
         guard lock >= 0 else { throw OutputFile.WriteError(description: String(cString: strerror(errno))) }
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
         var state = Self.read(from: directory) ?? ToolState(since: Date())
         change(&state)
-        try OutputFile.write(Data(state.text.utf8), to: Self.path(in: directory), mode: 0o600)
+        try OutputFile.write(Data(state.text.utf8), to: Self.path(in: directory), mode: 0o600, replacing: true)
     }
 
     /// Adds a run's loads to the counts, ignoring a failure: the run itself succeeded.

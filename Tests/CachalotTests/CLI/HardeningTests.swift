@@ -79,6 +79,25 @@ struct HardeningTests {
         try Data(kept.utf8).write(to: URL(fileURLWithPath: self.tool.cache + "/cachalot.state"))
         #expect(try await self.tool.run(["get", origin.url("/a").absoluteString]).status == 0)
         #expect(try await self.tool.run(["stats"]).status == 0)
+        // A FIFO, which would block a reader, and a link to a file without end.
+        let state = self.tool.cache + "/cachalot.state"
+        try FileManager.default.removeItem(atPath: state)
+        #expect(mkfifo(state, 0o600) == 0)
+        #expect(try await self.tool.run(["stats"]).status == 0)
+        try FileManager.default.removeItem(atPath: state)
+        try FileManager.default.createSymbolicLink(atPath: state, withDestinationPath: "/dev/zero")
+        #expect(try await self.tool.run(["stats"]).status == 0)
+        // A run that counts replaces the link with a file of its own; /dev/zero stays a device.
+        #expect(try await self.tool.run(["get", origin.url("/a").absoluteString]).status == 0)
+        var status = stat()
+        #expect(lstat(state, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG)
+        #expect(lstat("/dev/zero", &status) == 0 && (status.st_mode & S_IFMT) == S_IFCHR)
+        // A damaged date starts the counts afresh, and keeps the size limit.
+        try FileManager.default.removeItem(atPath: state)
+        try Data("since -1\nmaximumSize 123456789\nrequests 5\n".utf8).write(to: URL(fileURLWithPath: state))
+        let report = try #require(try await self.tool.json(["stats", "--json"]) as? [String: Any])
+        #expect(report["sizeLimit"] as? Int == 123_456_789)
+        #expect(report["requests"] as? Int == 0)
     }
 
     @Test(
@@ -182,6 +201,12 @@ struct HardeningTests {
         #expect(refused.errors.contains("301") && refused.errors.contains("ftp://127.0.0.1/file"))
         let followed = try await self.tool.run(["get", origin.url("/moved").absoluteString])
         #expect(followed.status == 0 && followed.output == "here")
+        // A 304 to the caller's own conditional request is an answer, not a redirect.
+        origin.respond { _ in .init(status: 304, fields: [("ETag", "\"v1\"")]) }
+        let notModified = try await self.tool.run(
+            ["get", "-H", "If-None-Match: \"v1\"", origin.url("/conditional").absoluteString]
+        )
+        #expect(notModified.status == 0 && notModified.output.isEmpty, "\(notModified.errors)")
     }
 
     @Test("a body that never ends is handed on without being spooled to disk")
