@@ -199,7 +199,7 @@ public final class DiskCache: DataCaching {
         )
         let size = prefix.count + data.count
         guard self.fitsInLimit(size) else {
-            try self.remove([digest])
+            try self.removeValue(forKey: key)
             return
         }
         let temporary = try self.store.writeTemporaryFile(prefix, data)
