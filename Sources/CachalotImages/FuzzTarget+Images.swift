@@ -15,7 +15,8 @@ extension FuzzTarget {
     /// - the size read from the header alone is the bitmap's (for JPEG, oriented upright);
     /// - at 1/8, a bitmap has at most the pixels of the whole image.
     ///
-    /// ``Bitmap``'s own preconditions check that its rows hold its pixels.
+    /// ``Bitmap``'s own preconditions check that its rows hold its pixels; its last pixel is
+    /// read, and has the bytes of its format.
     public static func image(_ bytes: UnsafeRawBufferPointer) {
         let data = Data(bytes)
         let decoder = ImageDecoder(maximumPixelCount: Self.imagePixelLimit)
@@ -23,8 +24,12 @@ extension FuzzTarget {
         let eighth = try? decoder.decode(data, scale: 1.0 / 8)
         let size = try? decoder.size(of: data)
         for bitmap in [whole, eighth].compactMap(\.self) {
-            _ = bitmap.hasTransparency
-            _ = bitmap.pixel(x: bitmap.width - 1, y: bitmap.height - 1)
+            let pixel = bitmap.pixel(x: bitmap.width - 1, y: bitmap.height - 1)
+            precondition(pixel.count == bitmap.format.bytesPerPixel, "a pixel of \(pixel.count) bytes")
+            precondition(
+                !bitmap.hasTransparency || (bitmap.format == .rgba8 && bitmap.bytesPerRow >= bitmap.width * 4),
+                "a bitmap without alpha has transparency"
+            )
         }
         guard let whole else { return }
         precondition(whole.width * whole.height <= Self.imagePixelLimit, "a decoded image is larger than the limit")
