@@ -34,7 +34,39 @@ import Darwin
     ///   entry; a file whose prefix does not lay out is not valid when read whole either;
     /// - if its key is valid UTF-8, writing the entry again gives back the same bytes, and it is
     ///   found for its own key; if not, the key it reads as does not find it.
+    ///
+    /// The bytes are read as they are, then with both checksums made to hold, as someone who
+    /// crafts a file can make them (FNV-1a and CRC are no secret): so that the fuzzer reaches
+    /// what comes after the checks, not only the checks.
     public static func entryFile(_ bytes: UnsafeRawBufferPointer) {
+        Self.checkEntryFile(bytes)
+        if let fixed = Self.entryFileWithChecksumsFixed(bytes), !fixed.elementsEqual(bytes) {
+            fixed.withUnsafeBytes { Self.checkEntryFile($0) }
+        }
+    }
+
+    /// `bytes` with the body's and the header's checksums made to hold, or `nil` if the file is
+    /// shorter than what its header declares before the body.
+    private static func entryFileWithChecksumsFixed(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard bytes.count >= EntryFile.headerSize else { return nil }
+        var fixed = Array(bytes)
+        let keyLength = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+        let metadataLength = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        let metadataEnd = EntryFile.headerSize + keyLength + metadataLength
+        guard metadataEnd <= bytes.count else { return nil }
+        fixed.withUnsafeMutableBytes { file in
+            let body = BodyChecksum.of(UnsafeRawBufferPointer(rebasing: file[metadataEnd...]))
+            file.storeBytes(of: body.littleEndian, toByteOffset: 12, as: UInt32.self)
+            let header = Checksum.of(
+                UnsafeRawBufferPointer(rebasing: file[0..<32]),
+                UnsafeRawBufferPointer(rebasing: file[EntryFile.headerSize..<metadataEnd])
+            )
+            file.storeBytes(of: header.littleEndian, toByteOffset: 32, as: UInt64.self)
+        }
+        return fixed
+    }
+
+    private static func checkEntryFile(_ bytes: UnsafeRawBufferPointer) {
         let reading = EntryFile.contents(of: bytes, expectedKey: nil) { Data(bytes[$0]) }
         let (fromFile, prefix) = Self.readEntryFile(bytes)
         guard case .valid(let contents) = reading else {
@@ -102,7 +134,40 @@ import Darwin
     /// - encoded again, it decodes to itself, with the length it was encoded in;
     /// - if its key (a set's) is valid UTF-8, it encodes to exactly the bytes it was read from;
     /// - the journal file gives the same records, and is cut after the last whole one.
+    ///
+    /// The bytes are read as they are, then with the checksum of each whole record made to
+    /// hold, as someone who crafts a journal can make them.
     public static func journal(_ bytes: UnsafeRawBufferPointer) {
+        Self.checkJournal(bytes)
+        let fixed = Self.journalWithChecksumsFixed(bytes)
+        if !fixed.elementsEqual(bytes) {
+            fixed.withUnsafeBytes { Self.checkJournal($0) }
+        }
+    }
+
+    /// `bytes` with the checksum of each record that its length says is whole made to hold.
+    private static func journalWithChecksumsFixed(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var fixed = Array(bytes)
+        fixed.withUnsafeMutableBytes { records in
+            var position = 0
+            while records.count - position >= 13 {
+                let payloadLength = Int(
+                    UInt32(littleEndian: records.loadUnaligned(fromByteOffset: position, as: UInt32.self))
+                )
+                guard payloadLength <= records.count - position - 13 else { break }
+                let payloadEnd = position + 5 + payloadLength
+                let checksum = Checksum.of(
+                    UnsafeRawBufferPointer(rebasing: records[(position + 4)..<(position + 5)]),
+                    UnsafeRawBufferPointer(rebasing: records[(position + 5)..<payloadEnd])
+                )
+                records.storeBytes(of: checksum.littleEndian, toByteOffset: payloadEnd, as: UInt64.self)
+                position = payloadEnd + 8
+            }
+        }
+        return fixed
+    }
+
+    private static func checkJournal(_ bytes: UnsafeRawBufferPointer) {
         var records: [JournalRecord] = []
         var position = 0
         while let (record, length) = JournalRecord.decode(UnsafeRawBufferPointer(rebasing: bytes[position...])) {
