@@ -10,6 +10,8 @@ extension FuzzTarget {
     ///
     /// Invariants, for bytes that decode:
     /// - the status code known without decoding the head is the decoded head's;
+    /// - its age at a fixed present and its freshness lifetimes are finite, and small enough
+    ///   for the whole seconds that the loader and `cachalot list` make of them;
     /// - encoded and decoded again, it has the same head, varying fields and freshness facts
     ///   (the times are not compared: `Date` keeps them relative to 2001, which can round the
     ///   seconds since 1970 that the form stores).
@@ -17,6 +19,10 @@ extension FuzzTarget {
         guard let stored = StoredResponse(decoding: Data(bytes)) else { return }
         let response = stored.response
         precondition(stored.statusCode == response.status.code, "the status code read early is not the head's")
+        let age = stored.age(at: Self.now)
+        for seconds in [age, stored.freshnessLifetime(isShared: false), stored.freshnessLifetime(isShared: true)] {
+            precondition(seconds.isFinite && abs(seconds) < 1e15, "a decoded age or lifetime of \(seconds) s")
+        }
         Self.use(stored)
         guard let again = StoredResponse(decoding: stored.encoded()) else {
             preconditionFailure("a decoded stored response, encoded again, does not decode")
