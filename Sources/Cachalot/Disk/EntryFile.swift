@@ -161,7 +161,7 @@ enum EntryFile {
     /// The contents of a whole entry file held in `file`, its body as `body` makes it from its
     /// range in `file` (called only for a valid file); `.invalid` if the file is damaged or, with
     /// `expectedKey`, another key's.
-    private static func contents(
+    static func contents(
         of file: UnsafeRawBufferPointer,
         expectedKey: String?,
         body: (Range<Int>) -> Data
@@ -230,7 +230,7 @@ enum EntryFile {
 
     /// Where the parts lie in a file of `fileSize` bytes whose first bytes are `bytes` (at least
     /// the header, key and metadata), or `nil` if the header is damaged or the size is wrong.
-    private static func layout(
+    static func layout(
         of bytes: UnsafeRawBufferPointer,
         fileSize: Int
     ) -> (key: Range<Int>, metadata: Range<Int>, body: Range<Int>, created: Int64, bodyChecksum: UInt32)? {

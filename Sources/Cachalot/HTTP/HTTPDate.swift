@@ -66,7 +66,7 @@ public enum HTTPDate {
         else { return nil }
         if year.count == 2 {
             yearNumber += 1900
-            let currentYear = Self.civil(fromDays: Int(now.timeIntervalSince1970 / 86_400)).year
+            let currentYear = Self.year(of: now)
             while yearNumber < currentYear - 49 { yearNumber += 100 }
         }
         guard dayNumber >= 1, dayNumber <= Self.daysIn(month: monthNumber, year: yearNumber) else { return nil }
@@ -130,6 +130,20 @@ public enum HTTPDate {
         }
         return value
     }
+
+    /// The year of `now`, held to the years a date can spell (0 to 9999), and 1970 if `now` is
+    /// not a number. A present read from damaged metadata (a stored response's time, which can
+    /// be any `Double`) neither traps converting to `Int` nor makes the century loop run long.
+    private static func year(of now: Date) -> Int {
+        let days = (now.timeIntervalSince1970 / 86_400).rounded(.down)
+        guard !days.isNaN else { return 1970 }
+        return Self.civil(fromDays: Int(min(max(days, Self.firstDay), Self.lastDay))).year
+    }
+
+    /// 0000-01-01, in days since 1970-01-01.
+    private static let firstDay: Double = -719_528
+    /// 9999-12-31, in days since 1970-01-01.
+    private static let lastDay: Double = 2_932_896
 
     private static func daysIn(month: Int, year: Int) -> Int {
         switch month {

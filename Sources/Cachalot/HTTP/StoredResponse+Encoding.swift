@@ -20,7 +20,10 @@ extension StoredResponse {
     /// ```
     ///
     /// Numbers are little-endian; a string is its UTF-8 length as a UInt32, then the bytes; a
-    /// string list is a UInt32 count, then the strings.
+    /// string list is a UInt32 count, then the strings. A time or a number of seconds that is not
+    /// finite, or is beyond ±10¹³ seconds (300,000 years), makes the metadata unreadable: no clock
+    /// or rule writes one, and ages and lifetimes computed from it must fit the whole seconds
+    /// that callers make of them.
     ///
     /// Everything a cache decision needs comes before the head, which is checked when the
     /// metadata is read but decoded only when ``response`` is first read: a fresh hit whose
@@ -254,9 +257,17 @@ private struct Reader {
         self.seconds().map(Date.init(timeIntervalSince1970:))
     }
 
+    /// A time or a number of seconds: `nil` if it is not finite or is beyond ±10¹³ seconds.
     mutating func seconds() -> TimeInterval? {
-        self.number(UInt64.self).map(Double.init(bitPattern:))
+        guard let seconds = self.number(UInt64.self).map(Double.init(bitPattern:)),
+            seconds.magnitude <= Self.largestSeconds
+        else { return nil }
+        return seconds
     }
+
+    /// The largest time or number of seconds, either side of 0, that metadata holds: 10¹³
+    /// seconds. Sums and differences of a few of them are far from `Int.max` (about 9.2 × 10¹⁸).
+    static let largestSeconds: TimeInterval = 1e13
 
     /// The bytes of a string that is valid UTF-8.
     mutating func stringBytes() -> UnsafeRawBufferPointer? {

@@ -114,17 +114,21 @@ struct ResponseStore: Sendable {
         case .response(let response):
             try self.disk?.set(response.body, forKey: key.string, metadata: response.stored.encoded())
         case .variants(let names):
-            try self.disk?.set(
-                Data(),
-                forKey: key.string,
-                metadata: Data((Self.variantsMagic + names.joined(separator: "\n")).utf8)
-            )
+            try self.disk?.set(Data(), forKey: key.string, metadata: Self.variantsMetadata(names))
         }
     }
 
     private static let variantsMagic = "CHV1\n"
 
-    private static func decode(_ entry: DataCacheEntry) -> StoredEntry? {
+    /// The metadata of a URL's key whose responses vary on `names`: the magic, then the names,
+    /// one a line.
+    static func variantsMetadata(_ names: [String]) -> Data {
+        Data((Self.variantsMagic + names.joined(separator: "\n")).utf8)
+    }
+
+    /// What a disk entry's metadata holds: a response (its body the entry's data), or the names
+    /// a URL's responses vary on; `nil` if the metadata is neither.
+    static func decode(_ entry: DataCacheEntry) -> StoredEntry? {
         let metadata = entry.metadata
         if let response = StoredResponse(decoding: metadata) {
             return .response(CachedResponse(stored: response, body: entry.data))

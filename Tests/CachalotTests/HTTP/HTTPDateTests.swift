@@ -62,4 +62,19 @@ struct HTTPDateTests {
         #expect(HTTPDate.parse("Tue, 29 Feb 2028 00:00:00 GMT") != nil)
         #expect(HTTPDate.parse("Sat, 31 Dec 2016 23:59:60 GMT") == HTTPDate.parse("Sat, 31 Dec 2016 23:59:59 GMT"))
     }
+
+    @Test(
+        "a two-digit year reads at any present, even one no calendar has (a stored response's damaged time)",
+        arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, 1e18 * 86_400, 9e15]
+    )
+    func presentOutOfRange(seconds: TimeInterval) throws {
+        let date = try #require(
+            HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: seconds))
+        )
+        let utc = try #require(TimeZone(identifier: "UTC"))
+        let year = Calendar(identifier: .gregorian).dateComponents(in: utc, from: date).year
+        // The present is held to the years 0 to 9999 (1970 for NaN), and 94 is the first year
+        // from 1994 on that is less than 50 years behind it.
+        #expect(year == (seconds > 0 ? 9994 : 1994))
+    }
 }

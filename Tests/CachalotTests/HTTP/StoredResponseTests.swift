@@ -96,6 +96,30 @@ struct StoredResponseTests {
         #expect(!decoded.matches(Messages.request([("Accept", "image/jpeg")])))
     }
 
+    @Test(
+        "a time or number of seconds that is not finite or is beyond 10^13 s makes the metadata unreadable",
+        arguments: [Double.nan, .infinity, -.infinity, 1.5e13, -5.8e126]
+    )
+    func secondsOutOfRange(seconds: Double) throws {
+        let encoded = [UInt8](Messages.stored(200, [("Cache-Control", "max-age=60")]).encoded())
+        let value = withUnsafeBytes(of: seconds.bitPattern.littleEndian, Array.init)
+        // The request time, the response time, then (after the facts' version and length) the
+        // facts' date, corrected initial age and two lifetimes.
+        for offset in [4, 12, 26, 34, 42, 50] {
+            var bytes = encoded
+            bytes.replaceSubrange(offset..<(offset + 8), with: value)
+            #expect(StoredResponse(decoding: Data(bytes)) == nil, "at \(offset)")
+        }
+        // With facts of another version, recomputed from the times.
+        var bytes = encoded
+        bytes.replaceSubrange(20..<22, with: [0xFF, 0xFF])
+        bytes.replaceSubrange(4..<12, with: value)
+        #expect(StoredResponse(decoding: Data(bytes)) == nil)
+        bytes.replaceSubrange(4..<12, with: withUnsafeBytes(of: (-1e13).bitPattern.littleEndian, Array.init))
+        let decoded = try #require(StoredResponse(decoding: Data(bytes)))
+        #expect(decoded.age(at: Messages.at(0)).magnitude < 1e14)
+    }
+
     @Test("a field name that is not a token makes the metadata unreadable")
     func fieldNameNotAToken() throws {
         let encoded = Messages.stored(200, [("X-Name", "v")]).encoded()

@@ -1,0 +1,48 @@
+@_spi(Fuzzing) import Cachalot
+import Foundation
+
+extension FuzzTarget {
+    /// The most pixels an image may declare in ``image(_:)``: 2²⁰, so that each input decodes in
+    /// milliseconds. The limit is a setting of the decoder; its check is the same for any value.
+    static let imagePixelLimit = 1 << 20
+
+    /// Decodes `bytes` as an image with ``ImageDecoder`` (PNG or JPEG, told by the first bytes),
+    /// whole and at 1/8, with a limit of ``imagePixelLimit`` pixels, and reads its size from its
+    /// header alone.
+    ///
+    /// Invariants, for bytes that decode whole:
+    /// - the bitmap has at most the limit's pixels (a larger image is refused before decoding);
+    /// - the size read from the header alone is the bitmap's (for JPEG, oriented upright);
+    /// - at 1/8, a bitmap has at most the pixels of the whole image.
+    ///
+    /// ``Bitmap``'s own preconditions check that its rows hold its pixels; its last pixel is
+    /// read, and has the bytes of its format.
+    public static func image(_ bytes: UnsafeRawBufferPointer) {
+        let data = Data(bytes)
+        let decoder = ImageDecoder(maximumPixelCount: Self.imagePixelLimit)
+        let whole = try? decoder.decode(data)
+        let eighth = try? decoder.decode(data, scale: 1.0 / 8)
+        let size = try? decoder.size(of: data)
+        for bitmap in [whole, eighth].compactMap(\.self) {
+            let pixel = bitmap.pixel(x: bitmap.width - 1, y: bitmap.height - 1)
+            precondition(pixel.count == bitmap.format.bytesPerPixel, "a pixel of \(pixel.count) bytes")
+            precondition(
+                !bitmap.hasTransparency || (bitmap.format == .rgba8 && bitmap.bytesPerRow >= bitmap.width * 4),
+                "a bitmap without alpha has transparency"
+            )
+        }
+        guard let whole else { return }
+        precondition(whole.width * whole.height <= Self.imagePixelLimit, "a decoded image is larger than the limit")
+        guard let size else { preconditionFailure("an image decodes, but its size cannot be read") }
+        precondition(
+            size == (whole.width, whole.height),
+            "the size \(size) read from the header is not the decoded \(whole.width)x\(whole.height)"
+        )
+        if let eighth {
+            precondition(
+                eighth.width <= whole.width && eighth.height <= whole.height,
+                "an image decoded at 1/8 is larger than the whole"
+            )
+        }
+    }
+}
