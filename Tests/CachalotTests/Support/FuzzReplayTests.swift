@@ -7,28 +7,16 @@ import Testing
 /// fuzzer found stays fixed without building the fuzzers. A broken invariant is a crash.
 @Suite("Fuzz inputs replay")
 struct FuzzReplayTests {
-    @Test("the disk entry file's inputs replay") func entryFile() throws {
-        try FuzzInputs.replay("entry-file", FuzzTarget.entryFile)
-    }
+    /// Each target of `Fuzz/` whose entry point is in this module, by its folder's name.
+    static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
+        "entry-file": FuzzTarget.entryFile, "journal": FuzzTarget.journal,
+        "stored-response": FuzzTarget.storedResponse, "cache-control": FuzzTarget.cacheControl,
+        "http-date": FuzzTarget.httpDate, "vary": FuzzTarget.vary,
+    ]
 
-    @Test("the journal's inputs replay") func journal() throws {
-        try FuzzInputs.replay("journal", FuzzTarget.journal)
-    }
-
-    @Test("the stored response metadata's inputs replay") func storedResponse() throws {
-        try FuzzInputs.replay("stored-response", FuzzTarget.storedResponse)
-    }
-
-    @Test("Cache-Control's inputs replay") func cacheControl() throws {
-        try FuzzInputs.replay("cache-control", FuzzTarget.cacheControl)
-    }
-
-    @Test("the HTTP date's inputs replay") func httpDate() throws {
-        try FuzzInputs.replay("http-date", FuzzTarget.httpDate)
-    }
-
-    @Test("Vary's inputs replay") func vary() throws {
-        try FuzzInputs.replay("vary", FuzzTarget.vary)
+    @Test("every target's seeds and regression inputs replay", arguments: targets.keys.sorted())
+    func replay(target: String) throws {
+        try FuzzInputs.replay(target, try #require(Self.targets[target]))
     }
 }
 
