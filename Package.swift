@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CachalotURLSession", targets: ["CachalotURLSession"]),
         .library(name: "CachalotImages", targets: ["CachalotImages"]),
         .library(name: "CachalotTestOrigin", targets: ["CachalotTestOrigin"]),
+        .library(name: "CachalotServer", targets: ["CachalotServer"]),
         .executable(name: "cachalot", targets: ["CachalotCLI"]),
     ],
     dependencies: [
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(name: "CCachalotCore"),
@@ -66,11 +68,30 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CachalotServer",
+            dependencies: [
+                "Cachalot",
+                "CachalotAsyncHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "CachalotCLI",
             dependencies: [
                 "Cachalot",
                 "CachalotAsyncHTTPClient",
+                "CachalotServer",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -127,6 +148,22 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CachalotServerTests",
+            dependencies: [
+                "Cachalot",
+                "CachalotServer",
+                "CachalotTesting",
+                "CachalotTestOrigin",
+                "CachalotAsyncHTTPClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -10,6 +10,12 @@ public struct Resource: Sendable {
     /// The URLs of the redirects the load followed, in order: the last is the URL that gave
     /// this answer. Empty when the request's own URL answered.
     public var redirects: [URL] = []
+    /// Why the request went to the origin; `nil` when it did not (a fresh hit, a stale answer
+    /// that `max-stale`, `stale-while-revalidate` or the policy allowed, a generated 504).
+    public var forwardReason: ForwardReason?
+    /// How many more seconds a stored answer stays fresh (negative once stale); `nil` for an
+    /// answer that was not stored.
+    public var timeToLive: Int?
     private var head: Head
 
     /// The head as given, or a stored response and its `Age`, made into the head when it is
@@ -52,11 +58,30 @@ public struct Resource: Sendable {
         self.source = source
     }
 
-    /// A resource answered from the cache, `age` seconds old.
-    init(body: Data, stored: StoredResponse, age: Int, source: Source) {
+    /// A resource answered from the cache, `age` seconds old, fresh for `timeToLive` more.
+    init(body: Data, stored: StoredResponse, age: Int, timeToLive: Int, source: Source) {
         self.body = body
         self.head = .stored(stored, age: age)
         self.source = source
+        self.timeToLive = timeToLive
+    }
+
+    /// Why a request went to the origin, in the terms of the `fwd` parameter of RFC 9211's
+    /// `Cache-Status`.
+    public enum ForwardReason: String, Sendable, Hashable {
+        /// Nothing was stored for the request's URL, or what was stored does not match the
+        /// request's `Vary`-named fields (the loader does not tell the two apart).
+        case miss
+        /// A fresh stored response was found, but the request's directives (`no-cache`,
+        /// `max-age`, `min-fresh`) forbade using it without validation.
+        case request
+        /// The stored response was stale, or its own `no-cache` demands validation.
+        case stale
+        /// The method's semantics require the origin (anything but `GET`).
+        case method
+        /// The cache policy said to ignore what is stored
+        /// (``CachePolicy/reloadIgnoringCacheData``).
+        case bypass
     }
 
     /// Where an answer came from.

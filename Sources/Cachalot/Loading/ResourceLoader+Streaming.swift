@@ -14,19 +14,34 @@ public struct ResourceStream: Sendable {
     /// The body, in pieces. An answer from the cache is one piece (mapped from its file when
     /// large). An answer from the network is read from the connection as it is iterated, once.
     public var body: HTTPBody
+    /// The body's length when it is known before it is read: always for an answer from the
+    /// cache, and for one from the network that announced its `Content-Length`. `nil` for an
+    /// answer that has no body (to `HEAD`, a 204, a 304) or whose length is unknown.
+    public var length: Int?
+    /// Why the request went to the origin; see ``Resource/forwardReason``.
+    public var forwardReason: Resource.ForwardReason?
+    /// How many more seconds a stored answer stays fresh; see ``Resource/timeToLive``.
+    public var timeToLive: Int?
+    /// Whether a response from the network is being stored as it passes: it will be, once it
+    /// has been read whole, unless it outgrows the largest entry or the disk tier fails.
+    public var isStoring = false
 
     /// A stream of a whole resource.
-    init(_ resource: Resource) {
+    init(_ resource: Resource, forwardReason: Resource.ForwardReason? = nil) {
         self.response = resource.response
         self.source = resource.source
         self.redirects = resource.redirects
         self.body = HTTPBody(resource.body.isEmpty ? [] : [resource.body])
+        self.length = resource.body.count
+        self.forwardReason = forwardReason ?? resource.forwardReason
+        self.timeToLive = resource.timeToLive
     }
 
-    init(response: HTTPResponse, source: Resource.Source, body: HTTPBody) {
+    init(response: HTTPResponse, source: Resource.Source, body: HTTPBody, length: Int?) {
         self.response = response
         self.source = source
         self.body = body
+        self.length = length
     }
 }
 
@@ -97,31 +112,38 @@ extension ResourceLoader {
         let host = request.authority ?? ""
         try await self.hosts.acquire(host, ticket: -1 - Int.random(in: 0..<Int.max), priority: priority.rawValue)
         defer { self.hosts.release(host) }
-        guard case .exchange(let key, var validating) = step else {
+        guard case .exchange(let key, var validating, let reason) = step else {
             let reply = try await self.sendUncached(request, body: body)
             self.counters.answer(.network, bytes: 0)
-            return ResourceStream(
+            var stream = ResourceStream(
                 response: reply.response,
                 source: .network,
-                body: HTTPBody(StoringBody(loader: self, reply: reply, request: request, incoming: nil)) { $0 }
+                body: HTTPBody(StoringBody(loader: self, reply: reply, request: request, incoming: nil)) { $0 },
+                length: Self.announcedLength(of: reply.response, to: request)
             )
+            stream.forwardReason = .method
+            return stream
         }
         while true {
             switch try await self.exchangeHead(request, key: key, validating: validating, run: nil) {
             case .answered(let resource):
                 self.counters.answer(resource.source, bytes: resource.body.count)
-                return ResourceStream(resource)
+                return ResourceStream(resource, forwardReason: reason)
             case .notSelected:
                 validating = nil
             case .response(let incoming):
                 self.counters.answer(.network, bytes: 0)
-                return ResourceStream(
+                var stream = ResourceStream(
                     response: incoming.reply.response,
                     source: .network,
                     body: HTTPBody(
                         StoringBody(loader: self, reply: incoming.reply, request: incoming.sent, incoming: incoming)
-                    ) { $0 }
+                    ) { $0 },
+                    length: incoming.expectedLength
                 )
+                stream.forwardReason = reason
+                stream.isStoring = incoming.storage != nil
+                return stream
             }
         }
     }

@@ -205,8 +205,8 @@ public final class ResourceLoader: Sendable {
     enum Step {
         /// Answer with this: a stored response, or a 504 when only a stored one may answer.
         case answer(Resource)
-        /// Ask the origin, validating the stored response if there is one.
-        case exchange(ResponseKey, validating: CachedResponse?)
+        /// Ask the origin, validating the stored response if there is one, for `reason`.
+        case exchange(ResponseKey, validating: CachedResponse?, reason: Resource.ForwardReason)
         /// Send a request whose answer is not stored.
         case uncached
     }
@@ -241,7 +241,15 @@ public final class ResourceLoader: Sendable {
         case (.unavailable, _):
             resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
-            return .exchange(key, validating: decision == .validate ? cached?.response : nil)
+            let reason: Resource.ForwardReason
+            if let cached, policy != .reloadIgnoringCacheData {
+                let stored = cached.response.stored
+                let isFresh = stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: now)
+                reason = isFresh && !stored.cacheControl.isNoCache ? .request : .stale
+            } else {
+                reason = policy == .reloadIgnoringCacheData ? .bypass : .miss
+            }
+            return .exchange(key, validating: decision == .validate ? cached?.response : nil, reason: reason)
         }
         self.counters.answer(resource.source, bytes: resource.body.count)
         return .answer(resource)
@@ -259,20 +267,23 @@ public final class ResourceLoader: Sendable {
     ) async throws -> Resource {
         let key: ResponseKey
         let validated: CachedResponse?
+        let reason: Resource.ForwardReason
         switch step {
         case .answer(let resource):
             return resource
         case .uncached:
-            return try await self.exchangeUncached(request, body: body, priority: priority)
-        case .exchange(let exchangeKey, let validating):
-            (key, validated) = (exchangeKey, validating)
+            var resource = try await self.exchangeUncached(request, body: body, priority: priority)
+            resource.forwardReason = .method
+            return resource
+        case .exchange(let exchangeKey, let validating, let forwardReason):
+            (key, validated, reason) = (exchangeKey, validating, forwardReason)
         }
         let flightKey = Self.flightKey(key, request, validating: validated != nil)
         var reportWaiting: (@Sendable (Int) -> Void)?
         if let onWaiting {
             reportWaiting = { @Sendable caller in onWaiting(flightKey, caller) }
         }
-        let resource = try await self.coalescer.run(
+        var resource = try await self.coalescer.run(
             flightKey,
             priority: priority.rawValue,
             progress: progress,
@@ -280,6 +291,7 @@ public final class ResourceLoader: Sendable {
         ) { run in
             try await self.exchange(request, key: key, validating: validated, run: run)
         }
+        resource.forwardReason = reason
         self.counters.answer(resource.source, bytes: resource.body.count)
         return resource
     }
@@ -299,8 +311,17 @@ public final class ResourceLoader: Sendable {
 
     /// A stored response as an answer at `now`, with its current `Age`. The caller counts it.
     private func answer(_ cached: CachedResponse, source: Resource.Source, at now: Date) -> Resource {
-        let age = min(max(0, cached.stored.age(at: now)), TimeInterval(CacheControl.largestDeltaSeconds))
-        return Resource(body: cached.body, stored: cached.stored, age: Int(age), source: source)
+        let largest = TimeInterval(CacheControl.largestDeltaSeconds)
+        let age = min(max(0, cached.stored.age(at: now)), largest)
+        let lifetime = cached.stored.freshnessLifetime(isShared: self.configuration.rules.isShared)
+        let timeToLive = min(max(-largest, lifetime - age), largest)
+        return Resource(
+            body: cached.body,
+            stored: cached.stored,
+            age: Int(age),
+            timeToLive: Int(timeToLive),
+            source: source
+        )
     }
 
     /// Sends `request` (conditionally, if `validating` a stored response) when its host has a

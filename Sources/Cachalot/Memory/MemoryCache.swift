@@ -217,6 +217,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         self.forEachShard { state in state.removeAll() }
     }
 
+    /// Removes every entry whose key satisfies `isRemoved`, and returns how many it removed.
+    ///
+    /// - Complexity: O(*n*) in the number of entries: for administration (purging a group of
+    ///   keys), not for a hot path.
+    @discardableResult
+    public func removeValues(where isRemoved: (Key) -> Bool) -> Int {
+        var removed = 0
+        self.forEachShard { state in removed += state.removeValues(where: isRemoved) }
+        return removed
+    }
+
     /// Removes every entry whose time-to-live has passed, counting them as expiry evictions.
     public func removeExpired() {
         self.forEachShard { state in state.removeExpired(ticks: self.ticks) }

@@ -205,6 +205,21 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// Removes every entry whose key satisfies `isRemoved`; returns how many.
+    mutating func removeValues(where isRemoved: (Key) -> Bool) -> Int {
+        var removed = 0
+        var index = self.entries.count - 1
+        while index >= 0 {
+            // Swap-remove only moves entries from above `index`, which were already checked.
+            if isRemoved(self.entries[index].key) {
+                self.remove(at: Int32(truncatingIfNeeded: index), reason: nil)
+                removed += 1
+            }
+            index -= 1
+        }
+        return removed
+    }
+
     /// Removes every expired entry.
     mutating func removeExpired(ticks: Ticks) {
         guard self.expiringCount > 0 else { return }

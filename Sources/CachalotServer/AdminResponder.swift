@@ -1,0 +1,98 @@
+import Cachalot
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+
+/// Answers the admin listener: `GET /healthz`, and purges.
+///
+/// - `GET /healthz`: 200 `ok`, without a token.
+/// - `POST /purge?url=/path` (or an absolute URL on the origin): removes that URL's stored
+///   responses, every `Vary` variant included.
+/// - `POST /purge?prefix=/images/`: removes every stored response under that path prefix.
+///
+/// Everything but `/healthz` needs `Authorization: Bearer <token>` when the server has an
+/// ``CacheServer/Configuration/adminToken``; without it the answer is 401.
+struct AdminResponder: Responder {
+    let server: CacheServer
+
+    func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {
+        let head = request.head
+        let components = URLComponents(string: head.uri)
+        let path = components?.path ?? head.uri
+        if path == "/healthz" {
+            try await writer.respond(HTTPResponse(status: .ok, headerFields: [.contentType: "text/plain"]), body: "ok\n")
+            return true
+        }
+        if let token = self.server.configuration.adminToken,
+            !Self.constantTimeEquals(head.headers.first(name: "authorization") ?? "", "Bearer " + token)
+        {
+            try await writer.respond(
+                HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: "Bearer"]),
+                body: "A bearer token is required.\n"
+            )
+            return true
+        }
+        guard path == "/purge" else {
+            try await writer.respond(HTTPResponse(status: .notFound), body: "Not found: \(path)\n")
+            return true
+        }
+        guard head.method == .POST || head.method == .PURGE else {
+            try await writer.respond(
+                HTTPResponse(status: .methodNotAllowed, headerFields: [.allow: "POST, PURGE"]),
+                body: "Purge with POST.\n"
+            )
+            return true
+        }
+        let query = Dictionary(
+            (components?.queryItems ?? []).compactMap { item in item.value.map { (item.name, $0) } },
+            uniquingKeysWith: { first, _ in first }
+        )
+        let removed: Int
+        do {
+            if let target = query["url"], let url = self.originURL(target) {
+                removed = try self.server.loader.removeResponses(for: url)
+            } else if let prefix = query["prefix"], let url = self.originURL(prefix) {
+                removed = try self.server.loader.removeResponses(withPrefix: url.absoluteString)
+            } else {
+                try await writer.respond(
+                    HTTPResponse(status: .badRequest),
+                    body: "Name what to purge: ?url=/path or ?prefix=/path/, on the origin.\n"
+                )
+                return true
+            }
+        } catch {
+            try await writer.respond(HTTPResponse(status: .internalServerError), body: "Purging failed: \(error)\n")
+            return true
+        }
+        try await writer.respond(
+            HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]),
+            body: "{\"removed\":\(removed)}\n"
+        )
+        return true
+    }
+
+    /// `target` (a path, or an absolute URL on the origin) as the URL the loader stores it under.
+    private func originURL(_ target: String) -> URL? {
+        let origin = self.server.configuration.origin
+        if target.hasPrefix("/") {
+            let proxy = ProxyResponder(server: self.server)
+            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target)
+            head.headers.add(name: "host", value: "admin")
+            return proxy.upstreamRequest(for: ServerRequest(head: head, body: nil, remote: nil)).url
+        }
+        guard let url = URL(string: target), url.host() == origin.host(), url.port == origin.port else { return nil }
+        return url
+    }
+
+    /// Compares without stopping at the first difference, so that timing does not tell how
+    /// much of a guessed token was right.
+    private static func constantTimeEquals(_ left: String, _ right: String) -> Bool {
+        let (a, b) = (Array(left.utf8), Array(right.utf8))
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+}

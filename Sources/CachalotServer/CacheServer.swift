@@ -1,0 +1,210 @@
+import Cachalot
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// A caching reverse proxy: answers HTTP/1.1 clients from a ``ResourceLoader``'s cache, and
+/// goes to one origin for what the cache cannot answer, following the rules of a shared cache
+/// (RFC 9111), with RFC 9211's `Cache-Status` on every response.
+///
+/// ```swift
+/// let loader = try ResourceLoader(
+///     configuration: .init(rules: .sharedCache, maximumRedirects: 0),
+///     transport: AsyncHTTPClientTransport(),
+///     disk: DiskCache(directory: cacheDirectory)
+/// )
+/// let server = try CacheServer(
+///     configuration: .init(origin: URL(string: "http://127.0.0.1:8000")!),
+///     loader: loader,
+///     logger: logger
+/// )
+/// let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+/// try await group.run()
+/// ```
+///
+/// It is a `Service` (swift-service-lifecycle): on graceful shutdown it stops accepting,
+/// closes idle connections, lets requests in flight finish for
+/// ``Limits/shutdownGracePeriod``, waits for the loader's disk writes, and returns.
+public final class CacheServer: Service, Sendable {
+    /// The configuration the server was made with.
+    public let configuration: Configuration
+    let loader: ResourceLoader
+    let logger: Logger
+    let connections: ConnectionRegistry
+    private let group: any EventLoopGroup
+    private let state = Mutex(State())
+
+    private struct State {
+        var listeners: [any Channel] = []
+        var addresses: Addresses?
+        var failure: (any Error)?
+        var waiters: [CheckedContinuation<Addresses, any Error>] = []
+        /// When requests still in flight at shutdown are cut off.
+        var deadline: Scheduled<Void>?
+    }
+
+    /// The addresses the server listens on, once it does.
+    public struct Addresses: Sendable {
+        /// The proxy's.
+        public var proxy: SocketAddress
+        /// The admin listener's, if there is one.
+        public var admin: SocketAddress?
+    }
+
+    /// Makes a server; it listens once ``run()`` is called.
+    ///
+    /// - Parameters:
+    ///   - configuration: Where to listen, the origin, limits.
+    ///   - loader: The loader that answers requests. Give it ``CacheRules/sharedCache`` rules
+    ///     and no redirects to follow (`maximumRedirects: 0`): a proxy relays redirects.
+    ///   - group: The event loops that serve connections. Default: NIO's shared ones.
+    ///   - logger: Where the server logs: each request at info level (an access log), errors
+    ///     and internals at debug.
+    /// - Throws: ``ServerError`` if the configuration cannot work.
+    public init(
+        configuration: Configuration,
+        loader: ResourceLoader,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger
+    ) throws(ServerError) {
+        try configuration.validate()
+        guard loader.configuration.rules.isShared else {
+            throw ServerError("A proxy's loader must follow the rules of a shared cache (CacheRules.sharedCache).")
+        }
+        self.configuration = configuration
+        self.loader = loader
+        self.group = group
+        self.logger = logger
+        self.connections = ConnectionRegistry(limit: configuration.limits.maximumConnections)
+    }
+
+    /// The addresses the server listens on: waits until ``run()`` has bound them.
+    ///
+    /// - Throws: The error that kept ``run()`` from listening.
+    public var addresses: Addresses {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                self.state.withLock { state in
+                    if let addresses = state.addresses {
+                        continuation.resume(returning: addresses)
+                    } else if let failure = state.failure {
+                        continuation.resume(throwing: failure)
+                    } else {
+                        state.waiters.append(continuation)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Listens and serves until graceful shutdown or cancellation.
+    public func run() async throws {
+        let proxy = ProxyResponder(server: self)
+        let listeners: (proxy: Listener, admin: Listener?)
+        do {
+            let proxyListener = try await self.bind(self.configuration.listen)
+            var adminListener: Listener?
+            if let admin = self.configuration.admin { adminListener = try await self.bind(admin) }
+            listeners = (proxyListener, adminListener)
+        } catch {
+            self.publish(.failure(error))
+            throw error
+        }
+        let all = [listeners.proxy.channel] + (listeners.admin.map { [$0.channel] } ?? [])
+        self.state.withLock { $0.listeners = all }
+        guard let proxyAddress = listeners.proxy.channel.localAddress else {
+            throw ServerError("The proxy's listener has no address.")
+        }
+        self.publish(.success(Addresses(proxy: proxyAddress, admin: listeners.admin?.channel.localAddress)))
+        self.logger.info("Listening", metadata: ["proxy": "\(proxyAddress)", "origin": "\(self.configuration.origin)"])
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await self.accept(listeners.proxy, with: proxy) }
+                if let admin = listeners.admin {
+                    group.addTask { try await self.accept(admin, with: AdminResponder(server: self)) }
+                }
+            }
+        } onGracefulShutdown: {
+            self.logger.info("Shutting down: no new connections; finishing requests in flight")
+            for channel in all { channel.close(promise: nil) }
+            self.connections.shutDown()
+            let grace = TimeAmount.nanoseconds(Self.nanoseconds(self.configuration.limits.shutdownGracePeriod))
+            let deadline = all[0].eventLoop.scheduleTask(in: grace) { [connections = self.connections] in
+                connections.closeAll()
+            }
+            self.state.withLock { $0.deadline = deadline }
+        }
+        self.state.withLock { $0.deadline }?.cancel()
+        await self.loader.waitForBackgroundWork()
+        self.logger.info("Stopped")
+    }
+
+    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+
+    private func bind(_ address: Address) async throws -> Listener {
+        let limits = self.configuration.limits
+        var limitConfiguration = NIOHTTPDecoderLimitConfiguration()
+        // The target counts toward a field's size in NIO's parser, so a field may be as long as the
+        // longer of the two; a longer target is refused with 414 once parsed.
+        limitConfiguration.maxHeaderFieldSize = max(limits.maximumHeaderBytes, limits.maximumRequestLine)
+        limitConfiguration.maxHeaderListSize = limits.maximumHeaderBytes + limits.maximumRequestLine
+        let decoderLimits = limitConfiguration
+        let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(limits.requestHeadTimeout))
+        return try await ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: address.host, port: address.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.configureHTTPServerPipeline(
+                        withErrorHandling: false,
+                        withEncoderConfiguration: .init(),
+                        withDecoderLimitConfiguration: decoderLimits
+                    )
+                    try pipeline.addHandler(ProtocolErrorResponder())
+                    try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel
+                    )
+                }
+            }
+    }
+
+    private func accept(_ listener: Listener, with responder: some Responder) async throws {
+        try await listener.executeThenClose { inbound in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await connection in inbound {
+                    guard self.connections.admit(connection.channel) else {
+                        // At the limit, or shutting down: closed at once, as its owner must.
+                        group.addTask { try? await connection.executeThenClose { _, _ in } }
+                        continue
+                    }
+                    group.addTask { await self.serve(connection, with: responder) }
+                }
+            }
+        }
+    }
+
+    private func publish(_ result: Result<Addresses, any Error>) {
+        let waiters = self.state.withLock { state in
+            switch result {
+            case .success(let addresses): state.addresses = addresses
+            case .failure(let error): state.failure = error
+            }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}

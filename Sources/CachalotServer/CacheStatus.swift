@@ -1,0 +1,83 @@
+import Cachalot
+import HTTPTypes
+
+/// The proxy's member of the `Cache-Status` field (RFC 9211): whether it answered from its
+/// store, why it went to the origin, what the origin said, and how fresh the answer is.
+struct CacheStatus: Sendable, CustomStringConvertible {
+    /// The cache's name, the member's token.
+    var name: String
+    var hit = false
+    var forward: String?
+    var forwardStatus: Int?
+    var timeToLive: Int?
+    var stored = false
+    var detail: String?
+
+    /// The status of an answer the loader gave.
+    init(name: String, answer: ResourceStream) {
+        self.name = name
+        self.timeToLive = answer.timeToLive
+        switch answer.source {
+        case .memory, .disk:
+            self.hit = true
+        case .stale(.whileRevalidating):
+            self.hit = true
+            self.detail = "stale-while-revalidate"
+        case .stale(.maxStale), .stale(.policy):
+            self.hit = true
+            self.detail = "stale"
+        case .stale(.originError):
+            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.detail = "stale-if-error"
+        case .revalidated:
+            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.forwardStatus = 304
+        case .network:
+            self.forward = answer.forwardReason?.rawValue ?? "miss"
+            self.forwardStatus = answer.response.status.code
+            self.stored = answer.isStoring
+            self.timeToLive = nil
+        case .generated:
+            self.detail = "only-if-cached"
+        }
+    }
+
+    /// The status of a request the proxy could not answer from the origin: `detail` says why.
+    init(name: String, forward: String?, detail: String) {
+        self.name = name
+        self.forward = forward
+        self.detail = detail
+    }
+
+    var description: String {
+        var value = self.name
+        if self.hit { value += "; hit" }
+        if let forward { value += "; fwd=\(forward)" }
+        if let forwardStatus { value += "; fwd-status=\(forwardStatus)" }
+        if let timeToLive { value += "; ttl=\(timeToLive)" }
+        if self.stored { value += "; stored" }
+        if let detail { value += "; detail=\(Self.item(detail))" }
+        return value
+    }
+
+    /// `text` as a Structured Field item: a token if it is one, else a quoted string.
+    private static func item(_ text: String) -> String {
+        let isToken =
+            text.first.map { $0.isLetter && $0.isASCII } == true
+            && text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                    UInt8(ascii: ":"), UInt8(ascii: "/"):
+                    true
+                default:
+                    false
+                }
+            }
+        if isToken { return text }
+        let escaped = text.unicodeScalars.filter { $0.value >= 32 && $0.value < 127 }.map { scalar -> String in
+            scalar == "\"" || scalar == "\\" ? "\\\(scalar)" : String(scalar)
+        }
+        return "\"" + escaped.joined() + "\""
+    }
+}

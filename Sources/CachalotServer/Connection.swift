@@ -1,0 +1,122 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A request as a connection read it: its head, its whole body, and who sent it.
+struct ServerRequest: Sendable {
+    var head: HTTPRequestHead
+    var body: ByteBuffer?
+    var remote: SocketAddress?
+}
+
+/// Writes one response on a connection.
+struct ResponseWriter: Sendable {
+    fileprivate let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    fileprivate let version: HTTPVersion
+    /// Whether the head has been written: after that, a failure can only close the connection.
+    private(set) var hasWrittenHead = false
+
+    /// Writes the head of `response`.
+    mutating func head(_ response: HTTPResponse) async throws {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(response.headerFields.count)
+        for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
+        let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
+        self.hasWrittenHead = true
+        try await self.outbound.write(.head(HTTPResponseHead(version: self.version, status: status, headers: headers)))
+    }
+
+    /// Writes a piece of the body, in slices that do not copy a large (mapped) body whole.
+    func body(_ data: Data) async throws {
+        var offset = data.startIndex
+        while offset < data.endIndex {
+            let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
+            try await self.outbound.write(.body(.byteBuffer(ByteBuffer(bytes: data[offset..<end]))))
+            offset = end
+        }
+    }
+
+    /// Ends the response.
+    func end() async throws {
+        try await self.outbound.write(.end(nil))
+    }
+
+    /// A whole response with a small body and its `Content-Length`.
+    mutating func respond(_ response: HTTPResponse, body: String = "") async throws {
+        var response = response
+        let bytes = Data(body.utf8)
+        response.headerFields[.contentLength] = String(bytes.count)
+        try await self.head(response)
+        try await self.body(bytes)
+        try await self.end()
+    }
+
+    private static let slice = 256 << 10
+}
+
+/// What answers the requests of a listener.
+protocol Responder: Sendable {
+    /// Answers `request` with `writer`; returns whether the connection may stay open.
+    func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool
+}
+
+extension CacheServer {
+    /// Serves one connection's requests in turn until it closes, or the server shuts down.
+    func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>,
+        with responder: some Responder
+    ) async {
+        let remote = connection.channel.remoteAddress
+        let id = ObjectIdentifier(connection.channel)
+        defer { self.connections.remove(id) }
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var parts = inbound.makeAsyncIterator()
+                while let part = try await parts.next() {
+                    guard case .head(let head) = part else { continue }
+                    guard self.connections.setBusy(id, true) else { return }
+                    var writer = ResponseWriter(outbound: outbound, version: head.version)
+                    var request = ServerRequest(head: head, body: nil, remote: remote)
+                    // A body over the limit: 413, and the connection closes, its body unread.
+                    guard try await self.readBody(of: &request, from: &parts) else {
+                        try await writer.respond(
+                            HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
+                            body: "The request body is larger than this proxy forwards.\n"
+                        )
+                        return
+                    }
+                    let keepAlive = try await responder.respond(to: request, with: &writer)
+                    guard keepAlive, head.isKeepAlive, self.connections.setBusy(id, false) else { return }
+                }
+            }
+        } catch {
+            self.logger.debug("A connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Reads the request's body up to its end, whole; `false` if it is over the limit.
+    private func readBody(
+        of request: inout ServerRequest,
+        from parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    ) async throws -> Bool {
+        let limit = self.configuration.limits.maximumRequestBody
+        while let part = try await parts.next() {
+            switch part {
+            case .head:
+                return true
+            case .body(var piece):
+                if request.body == nil {
+                    request.body = piece
+                } else {
+                    request.body?.writeBuffer(&piece)
+                }
+                if (request.body?.readableBytes ?? 0) > limit { return false }
+            case .end:
+                return true
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+
+/// What a proxy changes in the fields it passes on (RFC 9110 §7.6): hop-by-hop fields go,
+/// `Via` gains the proxy, and `Forwarded` says who asked (RFC 7239).
+enum ForwardedFields {
+    /// Fields that describe one connection, never passed on (RFC 9110 §7.6.1), besides those
+    /// that `Connection` names. `Trailer` goes too: the proxy does not pass trailers on.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+    ]
+
+    /// Fields by which a client claims to be someone else, passed on only from a trusted proxy.
+    static let forwarding: Set<String> = [
+        "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip",
+    ]
+
+    /// `fields` without their hop-by-hop fields: the fixed ones, `Proxy-*`, and every field
+    /// that `Connection` names.
+    static func removingHopByHop(_ fields: HTTPFields) -> HTTPFields {
+        var named: Set<String> = []
+        for value in fields[values: .connection] {
+            for name in value.split(separator: ",") {
+                named.insert(name.trimmingCharacters(in: .whitespaces).lowercased())
+            }
+        }
+        return HTTPFields(
+            fields.filter { field in
+                let name = field.name.canonicalName
+                return !Self.hopByHop.contains(name) && !name.hasPrefix("proxy-") && !named.contains(name)
+            }
+        )
+    }
+
+    /// `fields` with `entry` appended to its `Via` list.
+    static func addingVia(_ entry: String, to fields: inout HTTPFields) {
+        fields.append(HTTPField(name: .via, value: entry))
+    }
+
+    /// The request's `Forwarded` element for a client at `address` that asked for `host`
+    /// over `proto` (RFC 7239 §4–6).
+    static func forwardedElement(for address: SocketAddress?, host: String?, proto: String) -> String {
+        var element = "for=" + Self.node(address)
+        if let host, !host.isEmpty { element += ";host=" + Self.quoted(host) }
+        element += ";proto=" + proto
+        return element
+    }
+
+    /// The client's node in a `Forwarded` element: an IPv4 address as it is, an IPv6 one in
+    /// quoted brackets, `unknown` when not known.
+    private static func node(_ address: SocketAddress?) -> String {
+        guard let ip = address?.ipAddress else { return "unknown" }
+        return ip.contains(":") ? "\"[\(ip)]\"" : ip
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var quoted = "\""
+        for character in text {
+            if character == "\"" || character == "\\" { quoted.append("\\") }
+            quoted.append(character)
+        }
+        return quoted + "\""
+    }
+}
+
+extension HTTPField.Name {
+    static let forwarded = HTTPField.Name("Forwarded")!
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let xForwardedHost = HTTPField.Name("X-Forwarded-Host")!
+    static let xForwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+    static let cacheStatus = HTTPField.Name("Cache-Status")!
+}

@@ -1,0 +1,96 @@
+import NIOCore
+import NIOHTTP1
+
+/// Answers a request the HTTP parser refused, before the connection closes: 431 for a header
+/// section (or a target) over the limit, 400 for anything else that is not HTTP/1.1 as RFC
+/// 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two different lengths, an
+/// unknown transfer coding, a field line without a colon, whitespace before a colon…), so that
+/// no request can be smuggled past the cache. It takes the place of NIO's
+/// `HTTPServerProtocolErrorHandler`, which answers 400 to all.
+final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var hasUnterminatedResponse = false
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? HTTPParserError, !self.hasUnterminatedResponse {
+            let status: HTTPResponseStatus = error == .headerOverflow ? .requestHeaderFieldsTooLarge : .badRequest
+            let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
+            context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
+            self.hasUnterminatedResponse = false
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch Self.unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code >= 200:
+            self.hasUnterminatedResponse = true
+        case .end:
+            self.hasUnterminatedResponse = false
+        case .head, .body:
+            break
+        }
+        context.write(data, promise: promise)
+    }
+}
+
+/// Closes a connection whose client does not send a whole request head within `timeout` of
+/// the connection opening or of its previous response ending: an idle keep-alive connection,
+/// or a client that trickles its fields a byte at a time.
+final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let timeout: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { self.arm(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.arm(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.disarm()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.disarm()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = Self.unwrapInboundIn(data) { self.disarm() }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = Self.unwrapOutboundIn(data) { self.arm(context) }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        self.disarm()
+        let channel = context.channel
+        self.timer = context.eventLoop.scheduleTask(in: self.timeout) { channel.close(promise: nil) }
+    }
+
+    private func disarm() {
+        self.timer?.cancel()
+        self.timer = nil
+    }
+}
