@@ -22,7 +22,9 @@ struct CachalotCommand: AsyncParsableCommand {
             HTTP; 4 offline and not in the cache; 64 the command line was wrong; 130 interrupted \
             (Ctrl-C); 141 standard output was closed by its reader.
             """,
-        subcommands: [Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self]
+        subcommands: [
+            Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self, Serve.self,
+        ]
     )
 
     static func main() async {

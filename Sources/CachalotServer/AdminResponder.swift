@@ -21,7 +21,10 @@ struct AdminResponder: Responder {
         let components = URLComponents(string: head.uri)
         let path = components?.path ?? head.uri
         if path == "/healthz" {
-            try await writer.respond(HTTPResponse(status: .ok, headerFields: [.contentType: "text/plain"]), body: "ok\n")
+            try await writer.respond(
+                HTTPResponse(status: .ok, headerFields: [.contentType: "text/plain"]),
+                body: "ok\n"
+            )
             return true
         }
         if let token = self.server.configuration.adminToken,

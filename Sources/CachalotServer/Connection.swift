@@ -73,26 +73,46 @@ extension CacheServer {
         defer { self.connections.remove(id) }
         do {
             try await connection.executeThenClose { inbound, outbound in
-                var parts = inbound.makeAsyncIterator()
-                while let part = try await parts.next() {
-                    guard case .head(let head) = part else { continue }
-                    guard self.connections.setBusy(id, true) else { return }
-                    var writer = ResponseWriter(outbound: outbound, version: head.version)
-                    var request = ServerRequest(head: head, body: nil, remote: remote)
-                    // A body over the limit: 413, and the connection closes, its body unread.
-                    guard try await self.readBody(of: &request, from: &parts) else {
-                        try await writer.respond(
-                            HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
-                            body: "The request body is larger than this proxy forwards.\n"
-                        )
-                        return
+                // A connection closed from outside (by the shutdown deadline) cancels its request, which
+                // may be waiting on the origin.
+                try await withThrowingTaskGroup { group in
+                    group.addTask {
+                        defer { connection.channel.close(promise: nil) }
+                        try await self.serveRequests(inbound, outbound, id: id, remote: remote, with: responder)
                     }
-                    let keepAlive = try await responder.respond(to: request, with: &writer)
-                    guard keepAlive, head.isKeepAlive, self.connections.setBusy(id, false) else { return }
+                    group.addTask { try await connection.channel.closeFuture.get() }
+                    try await group.next()
+                    group.cancelAll()
                 }
             }
         } catch {
             self.logger.debug("A connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func serveRequests(
+        _ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>,
+        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        id: ObjectIdentifier,
+        remote: SocketAddress?,
+        with responder: some Responder
+    ) async throws {
+        var parts = inbound.makeAsyncIterator()
+        while let part = try await parts.next() {
+            guard case .head(let head) = part else { continue }
+            guard self.connections.setBusy(id, true) else { return }
+            var writer = ResponseWriter(outbound: outbound, version: head.version)
+            var request = ServerRequest(head: head, body: nil, remote: remote)
+            // A body over the limit: 413, and the connection closes, its body unread.
+            guard try await self.readBody(of: &request, from: &parts) else {
+                try await writer.respond(
+                    HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
+                    body: "The request body is larger than this proxy forwards.\n"
+                )
+                return
+            }
+            let keepAlive = try await responder.respond(to: request, with: &writer)
+            guard keepAlive, head.isKeepAlive, self.connections.setBusy(id, false) else { return }
         }
     }
 

@@ -19,7 +19,10 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
         if let error = error as? HTTPParserError, !self.hasUnterminatedResponse {
             let status: HTTPResponseStatus = error == .headerOverflow ? .requestHeaderFieldsTooLarge : .badRequest
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-            context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            context.write(
+                Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+                promise: nil
+            )
             context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
             self.hasUnterminatedResponse = false
         }

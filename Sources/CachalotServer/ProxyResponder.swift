@@ -70,7 +70,9 @@ struct ProxyResponder: Responder {
     /// The status and message for a request that is refused before anything else, or `nil`.
     private func refusal(of head: HTTPRequestHead) -> (HTTPResponse.Status, String)? {
         if head.uri.utf8.count > self.configuration.limits.maximumRequestLine {
-            return (.uriTooLong, "The request target is longer than \(self.configuration.limits.maximumRequestLine) bytes.")
+            return (
+                .uriTooLong, "The request target is longer than \(self.configuration.limits.maximumRequestLine) bytes."
+            )
         }
         let hosts = head.headers["host"]
         if hosts.count > 1 || (head.version.minor >= 1 && hosts.isEmpty) {
@@ -91,7 +93,8 @@ struct ProxyResponder: Responder {
     /// The path and query of an origin-form or absolute-form target; `nil` for another form.
     private func path(of target: String) -> String? {
         if target.hasPrefix("/") { return target }
-        guard let url = URL(string: target), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        guard let url = URL(string: target), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
         else { return nil }
         let path = url.path(percentEncoded: true)
         return (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
@@ -183,14 +186,21 @@ struct ProxyResponder: Responder {
         return (.badGateway, "origin-unreachable")
     }
 
-    private func log(_ head: HTTPRequestHead, status: Int, cacheStatus: String, bytes: Int, since start: ContinuousClock.Instant) {
+    private func log(
+        _ head: HTTPRequestHead,
+        status: Int,
+        cacheStatus: String,
+        bytes: Int,
+        since start: ContinuousClock.Instant
+    ) {
         let elapsed = ContinuousClock.now - start
         self.server.logger.info(
             "\(head.method.rawValue) \(head.uri) \(status)",
             metadata: [
                 "cache": "\(cacheStatus)",
                 "bytes": "\(bytes)",
-                "ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1_000 + Double(elapsed.components.seconds) * 1_000)",
+                "ms":
+                    "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1_000 + Double(elapsed.components.seconds) * 1_000)",
             ]
         )
     }

@@ -1,0 +1,141 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Cachalot
+import CachalotAsyncHTTPClient
+import CachalotServer
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `cachalot serve`: a caching reverse proxy in front of one origin.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run a caching reverse proxy in front of an origin.",
+        discussion: """
+            Example:
+              cachalot serve --origin http://127.0.0.1:8000 --listen 127.0.0.1:8080 \\
+                --cache-dir /var/cache/cachalot --max-size 10GB --memory 512MB --admin 127.0.0.1:9090
+
+            Every option can also come from the environment: CACHALOT_ORIGIN, CACHALOT_LISTEN, \
+            CACHALOT_ADMIN, CACHALOT_ADMIN_TOKEN, CACHALOT_MEMORY, CACHALOT_TRUSTED_PROXIES \
+            (comma-separated), CACHALOT_DIR and CACHALOT_MAX_SIZE; an option given on the \
+            command line wins. Each request is logged on standard error. SIGTERM or SIGINT stops \
+            accepting, lets requests in flight finish, writes what is pending to disk, and exits 0. \
+            See docs/serve.md.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: "The origin to forward to, as http://host[:port][/base].")
+    var origin: String?
+
+    @Option(help: "Where to listen, as host:port (default: 127.0.0.1:8080).")
+    var listen: String?
+
+    @Option(help: "Where the admin listener (health, purge) listens, as host:port (default: none).")
+    var admin: String?
+
+    @Option(name: .customLong("admin-token"), help: "The bearer token the admin listener requires.")
+    var adminToken: String?
+
+    @Option(help: "The memory tier's size, such as 512MB (default: 512 MB; 0 for none).")
+    var memory: ByteCount?
+
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: "The IP address of a proxy in front whose Forwarded and X-Forwarded-* fields are kept; repeat for more."
+    )
+    var trustedProxies: [String] = []
+
+    @Option(help: "Seconds to wait for the origin's answer to begin, and at most between two pieces of its body.")
+    var timeout: Double = 30
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        try GlobalOptions.validateTimeout(self.timeout)
+        guard let originText = self.origin ?? environment["CACHALOT_ORIGIN"], let origin = URL(string: originText)
+        else {
+            throw ValidationError("Name the origin with --origin http://host:port or CACHALOT_ORIGIN.")
+        }
+        let listenText = self.listen ?? environment["CACHALOT_LISTEN"] ?? "127.0.0.1:8080"
+        guard let listen = CacheServer.Address(listenText) else {
+            throw ValidationError("--listen must be host:port, such as 127.0.0.1:8080; \(listenText) is not.")
+        }
+        var adminAddress: CacheServer.Address?
+        if let adminText = self.admin ?? environment["CACHALOT_ADMIN"], !adminText.isEmpty {
+            guard let address = CacheServer.Address(adminText) else {
+                throw ValidationError("--admin must be host:port, such as 127.0.0.1:9090; \(adminText) is not.")
+            }
+            adminAddress = address
+        }
+        let memoryText = environment["CACHALOT_MEMORY"]
+        guard let memory = self.memory ?? (memoryText.map { ByteCount(argument: $0) } ?? ByteCount(bytes: 512 << 20))
+        else {
+            throw ValidationError("CACHALOT_MEMORY must be a size such as 512MB.")
+        }
+        var trusted = Set(self.trustedProxies)
+        if self.trustedProxies.isEmpty, let list = environment["CACHALOT_TRUSTED_PROXIES"] {
+            trusted = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        }
+        var options = self.options
+        if options.maximumSize == nil, let size = environment["CACHALOT_MAX_SIZE"] {
+            guard let bytes = ByteCount(argument: size) else {
+                throw ValidationError("CACHALOT_MAX_SIZE must be a size such as 10GB.")
+            }
+            options.maximumSize = bytes
+        }
+
+        var logger = Logger(label: "cachalot.serve") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = self.options.quiet ? .warning : .info
+        let disk = try options.openCache()
+        var loaderConfiguration = ResourceLoader.Configuration(rules: .sharedCache)
+        loaderConfiguration.maximumRedirects = 0
+        loaderConfiguration.memoryCostLimit = memory.bytes
+        // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
+        loaderConfiguration.maximumConnectionsPerHost = 256
+        let timeout = Duration.milliseconds(Int64(self.timeout * 1_000))
+        // An origin that refuses the connection is answered with 502 at once, not retried until the timeout.
+        var clientConfiguration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: timeout)
+        clientConfiguration.connectionPool.retryConnectionEstablishment = false
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
+        let loader = try ResourceLoader(
+            configuration: loaderConfiguration,
+            transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
+            disk: disk,
+            logger: logger
+        )
+        let server: CacheServer
+        do {
+            server = try CacheServer(
+                configuration: .init(
+                    origin: origin,
+                    listen: listen,
+                    admin: adminAddress,
+                    adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
+                    trustedProxies: trusted
+                ),
+                loader: loader,
+                logger: logger
+            )
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        do {
+            try await group.run()
+        } catch {
+            try? await client.shutdown()
+            throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
+        }
+        try await client.shutdown()
+    }
+}

@@ -1,0 +1,170 @@
+import AsyncHTTPClient
+import Cachalot
+import CachalotServer
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@Suite("The proxy caches as a shared cache")
+struct ProxyCachingTests {
+    @Test("A miss goes to the origin and is stored; the next request is a hit with Age, Via and Cache-Status")
+    func missThenHit() async throws {
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")], body: "hello")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        let miss = try await proxy.send("/a?b=1")
+        #expect(miss.status == 200)
+        #expect(miss.text == "hello")
+        #expect(miss.cacheStatus == "cachalot; fwd=miss; fwd-status=200; stored")
+        #expect(miss.headers["via"].contains("1.1 cachalot"))
+        #expect(miss.headers["date"].count == 1)
+        let hit = try await proxy.send("/a?b=1")
+        #expect(hit.status == 200)
+        #expect(hit.text == "hello")
+        #expect(hit.cacheStatus.hasPrefix("cachalot; hit; ttl="))
+        let ttl = Int(hit.cacheStatus.split(separator: "=").last ?? "") ?? -1
+        #expect((59...60).contains(ttl))
+        #expect(hit.headers["age"].count == 1)
+        #expect(origin.requests.count == 1)
+        #expect(origin.requests.first?.path == "/a?b=1")
+        try await proxy.stop()
+    }
+
+    @Test("A response the shared rules forbid storing (private) is relayed and not stored")
+    func privateIsNotStored() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let first = try await proxy.send("/p")
+        let second = try await proxy.send("/p")
+        #expect(first.text == "mine" && second.text == "mine")
+        #expect(first.cacheStatus == "cachalot; fwd=miss; fwd-status=200")
+        #expect(second.cacheStatus == "cachalot; fwd=miss; fwd-status=200")
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
+    @Test("A stale response is validated: the 304 freshens it and Cache-Status says fwd=stale; fwd-status=304")
+    func staleIsRevalidated() async throws {
+        let origin = try await TestOrigin.start { request in
+            if request.headerFields[.ifNoneMatch] == "\"v1\"" {
+                return .init(status: 304, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
+            }
+            return .init(fields: [("Cache-Control", "max-age=0"), ("ETag", "\"v1\"")], body: "body")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/s")
+        let revalidated = try await proxy.send("/s")
+        #expect(revalidated.status == 200)
+        #expect(revalidated.text == "body")
+        #expect(revalidated.cacheStatus.hasPrefix("cachalot; fwd=stale; fwd-status=304"))
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
+    @Test("A request's no-cache forwards with fwd=request although a fresh response is stored")
+    func requestNoCache() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/r")
+        let forced = try await proxy.send("/r", headers: [("Cache-Control", "no-cache")])
+        #expect(forced.cacheStatus.hasPrefix("cachalot; fwd=request; fwd-status=200"))
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
+    @Test("A POST goes to the origin with its body (fwd=method) and invalidates the stored GET")
+    func postInvalidates() async throws {
+        let origin = try await TestOrigin.start { request in
+            request.method == .post
+                ? .init(status: 204) : .init(fields: [("Cache-Control", "max-age=60")], body: "list")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/items")
+        #expect(try await proxy.send("/items").cacheStatus.contains("hit"))
+        let posted = try await proxy.send("/items", method: .POST, body: Data("new".utf8))
+        #expect(posted.status == 204)
+        #expect(posted.cacheStatus == "cachalot; fwd=method; fwd-status=204")
+        let after = try await proxy.send("/items")
+        #expect(after.cacheStatus.hasPrefix("cachalot; fwd=miss"))
+        #expect(origin.requests.map(\.method) == [.get, .post, .get])
+        try await proxy.stop()
+    }
+
+    @Test("HEAD is answered from a stored GET, and a HEAD miss fetches the GET so that it is stored")
+    func headFromStoredGet() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "twelve bytes") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let headMiss = try await proxy.send("/h", method: .HEAD)
+        #expect(headMiss.status == 200)
+        #expect(headMiss.body.isEmpty)
+        #expect(headMiss.headers["content-length"] == ["12"])
+        let get = try await proxy.send("/h")
+        #expect(get.text == "twelve bytes")
+        #expect(get.cacheStatus.contains("hit"))
+        let headHit = try await proxy.send("/h", method: .HEAD)
+        #expect(headHit.cacheStatus.contains("hit"))
+        #expect(headHit.headers["content-length"] == ["12"])
+        #expect(origin.requests.map(\.method) == [.get])
+        try await proxy.stop()
+    }
+
+    @Test("Vary: each variant is stored and answered for its own request")
+    func varyVariants() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")],
+                body: request.headerFields[.acceptLanguage] ?? "none"
+            )
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        #expect(try await proxy.send("/v", headers: [("Accept-Language", "fr")]).text == "fr")
+        #expect(try await proxy.send("/v", headers: [("Accept-Language", "de")]).text == "de")
+        let french = try await proxy.send("/v", headers: [("Accept-Language", "fr")])
+        #expect(french.text == "fr")
+        #expect(french.cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
+    @Test("A body is relayed as it arrives: the client reads its start before the origin has sent the rest")
+    func streamsBeforeTheOriginFinishes() async throws {
+        let reached = Gate()
+        let body = Data(repeating: 7, count: 256 << 10)
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(fields: [("Cache-Control", "max-age=60")], data: body)
+            reply.stall = (after: 64 << 10, reached: { reached.open() })
+            return reply
+        }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.shutdownGracePeriod = .milliseconds(100) }
+        let response = try await proxy.start("/big")
+        await reached.wait()
+        var received = 0
+        for try await piece in response.body {
+            received += piece.readableBytes
+            if received >= 64 << 10 { break }
+        }
+        #expect(received >= 64 << 10)
+        // The origin never finished: nothing was stored.
+        #expect(try proxy.disk.count == 0)
+        try await proxy.stop()
+    }
+
+    @Test("A response that ends early is cut off for the client too, and nothing is stored")
+    func truncatedIsNotStored() async throws {
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "x", count: 1_000), truncatedAfter: 10)
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        await #expect(throws: (any Error).self) { _ = try await proxy.send("/t") }
+        #expect(try proxy.disk.count == 0)
+        let again = try? await proxy.send("/t")
+        #expect(again == nil)
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+}

@@ -1,0 +1,119 @@
+import AsyncHTTPClient
+import CachalotServer
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@Suite("Hostile clients and failing origins")
+struct ProxyHardeningTests {
+    static let ambiguous: [(String, String)] = [
+        ("Content-Length and Transfer-Encoding", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("two different Content-Length values", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+        ("an unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
+        ("whitespace before a colon", "GET /a HTTP/1.1\r\nHost : x\r\n\r\n"),
+        ("a field line without a colon", "GET /a HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n"),
+        ("two Host fields", "GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"),
+        ("no Host field in HTTP/1.1", "GET /a HTTP/1.1\r\n\r\n"),
+        ("an asterisk target for GET", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ]
+
+    @Test("Ambiguous framing and malformed requests get 400 and the connection closes; nothing reaches the origin",
+          arguments: Self.ambiguous.map(\.0))
+    func badRequests(name: String) async throws {
+        let text = try #require(Self.ambiguous.first { $0.0 == name }?.1)
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin)
+        // A second, valid request after the bad one must never be answered: the connection closes.
+        let received = try await RawClient.exchange(text + "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [400])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("A header section over the limit gets 431, a target over the limit 414")
+    func limits() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.maximumHeaderBytes = 1_024
+            $0.limits.maximumRequestLine = 512
+        }
+        let fields = (0..<40).map { "X-Field-\($0): \(String(repeating: "v", count: 40))\r\n" }.joined()
+        let large = try await RawClient.exchange("GET /a HTTP/1.1\r\nHost: x\r\n\(fields)\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: large) == [431])
+        let long = "/" + String(repeating: "a", count: 600)
+        let tooLong = try await RawClient.exchange("GET \(long) HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: tooLong) == [414])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("A request body over the limit gets 413 and is not forwarded")
+    func bodyLimit() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.maximumRequestBody = 100 }
+        let body = String(repeating: "b", count: 101)
+        let received = try await RawClient.exchange(
+            "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n\(body)",
+            port: proxy.port
+        )
+        #expect(RawClient.statuses(in: received) == [413])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("A client that does not finish its request head in time is disconnected")
+    func slowClient() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.requestHeadTimeout = .milliseconds(200) }
+        // Half a head, then nothing: the read ends only because the server closes.
+        let received = try await RawClient.exchange("GET /a HTTP/1.1\r\nHost: x\r\nX-Slow: ", port: proxy.port)
+        #expect(received.isEmpty)
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("Connections over the limit are closed at once")
+    func connectionLimit() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.maximumConnections = 1
+            $0.limits.requestHeadTimeout = .seconds(60)
+        }
+        // One connection is served and stays open; the next is closed unanswered.
+        try await RawClient.withConnection(port: proxy.port) { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"))
+            let first = try await RawClient.readResponse(&inbound)
+            #expect(RawClient.statuses(in: first) == [200])
+            let refused = try await RawClient.exchange("GET /b HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+            #expect(refused.isEmpty)
+        }
+        try await proxy.stop()
+    }
+
+    @Test("An origin that cannot be reached gives 502, one that does not answer in time 504")
+    func originFailures() async throws {
+        let unreachable = try await TestOrigin.start { _ in .init(body: "gone") }
+        unreachable.stop()
+        let proxy = try await ProxyHarness(origin: unreachable)
+        let refused = try await proxy.send("/a")
+        #expect(refused.status == 502)
+        #expect(refused.cacheStatus == "cachalot; fwd=miss; detail=origin-unreachable")
+        try await proxy.stop()
+
+        let gate = Gate()
+        let slow = try await TestOrigin.start { _ in
+            await gate.wait()
+            return .init(body: "late")
+        }
+        let timed = try await ProxyHarness(origin: slow, configure: { $0.limits.shutdownGracePeriod = .milliseconds(100) }, originTimeout: .milliseconds(200))
+        let late = try await timed.send("/a")
+        #expect(late.status == 504)
+        #expect(late.cacheStatus == "cachalot; fwd=miss; detail=origin-timeout")
+        gate.open()
+        try await timed.stop()
+    }
+}

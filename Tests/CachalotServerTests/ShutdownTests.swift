@@ -1,0 +1,56 @@
+import AsyncHTTPClient
+import Cachalot
+import CachalotServer
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@Suite("Graceful shutdown")
+struct ShutdownTests {
+    @Test("A request in flight when shutdown begins is finished and stored; run() then returns")
+    func drainsInFlight() async throws {
+        let gate = Gate()
+        let arrived = Gate()
+        let origin = try await TestOrigin.start { _ in
+            arrived.open()
+            await gate.wait()
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "finished")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        async let reply = proxy.send("/slow")
+        await arrived.wait()
+        await proxy.beginShutdown()
+        gate.open()
+        let finished = try await reply
+        #expect(finished.status == 200)
+        #expect(finished.text == "finished")
+        try await proxy.stop()
+        #expect(try proxy.disk.count == 1)
+    }
+
+    @Test("A response still streaming at the deadline is cut off and leaves no entry on disk")
+    func deadlineCutsOff() async throws {
+        let reached = Gate()
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(fields: [("Cache-Control", "max-age=60")], data: Data(count: 1 << 20))
+            reply.stall = (after: 100_000, reached: { reached.open() })
+            return reply
+        }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.shutdownGracePeriod = .milliseconds(100) }
+        let response = try await proxy.start("/stalls")
+        await reached.wait()
+        try await proxy.stop()
+        var received = 0
+        await #expect(throws: (any Error).self) {
+            for try await piece in response.body { received += piece.readableBytes }
+        }
+        #expect(received < 1 << 20)
+        #expect(try proxy.disk.count == 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: proxy.disk.directory.appending(path: "tmp").path)
+        #expect(leftovers.isEmpty)
+    }
+}

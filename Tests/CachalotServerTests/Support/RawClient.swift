@@ -1,0 +1,69 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A client that sends bytes no HTTP library would, and reads what comes back until the
+/// server closes the connection.
+enum RawClient {
+    /// Sends `text` to 127.0.0.1:`port`, then reads until the server closes; returns what it read.
+    static func exchange(_ text: String, port: Int) async throws -> String {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: text))
+            var received = ""
+            for try await piece in inbound { received += String(buffer: piece) }
+            return received
+        }
+    }
+
+    /// The status code of each response in `text`, in order.
+    static func statuses(in text: String) -> [Int] {
+        text.components(separatedBy: "\r\n").compactMap { line in
+            guard line.hasPrefix("HTTP/1."), line.count >= 12 else { return nil }
+            return Int(line.dropFirst(9).prefix(3))
+        }
+    }
+}
+
+extension RawClient {
+    /// Opens a connection to 127.0.0.1:`port` and runs `body` with it; closes it after.
+    static func withConnection<Result: Sendable>(
+        port: Int,
+        _ body: (
+            inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator, NIOAsyncChannelOutboundWriter<ByteBuffer>
+        ) async throws -> Result
+    ) async throws -> Result {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var iterator = inbound.makeAsyncIterator()
+            return try await body(&iterator, outbound)
+        }
+    }
+
+    /// Reads one response whose body has a `Content-Length`; returns it as text.
+    static func readResponse(_ iterator: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) async throws
+        -> String
+    {
+        var received = ""
+        while let piece = try await iterator.next() {
+            received += String(buffer: piece)
+            guard let end = received.range(of: "\r\n\r\n") else { continue }
+            let head = received[..<end.lowerBound].lowercased()
+            let length =
+                head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            if received.utf8.count - received[..<end.upperBound].utf8.count >= length { break }
+        }
+        return received
+    }
+}
