@@ -42,7 +42,7 @@ struct Serve: AsyncParsableCommand {
     var adminToken: String?
 
     @Option(help: "The memory tier's size, such as 512MB (default: 512 MB; 0 for none).")
-    var memory: ByteCount?
+    var memory: String?
 
     @Option(
         name: .customLong("trusted-proxy"),
@@ -71,10 +71,11 @@ struct Serve: AsyncParsableCommand {
             }
             adminAddress = address
         }
-        let memoryText = environment["CACHALOT_MEMORY"]
-        guard let memory = self.memory ?? (memoryText.map { ByteCount(argument: $0) } ?? ByteCount(bytes: 512 << 20))
-        else {
-            throw ValidationError("CACHALOT_MEMORY must be a size such as 512MB.")
+        let memoryText = self.memory ?? environment["CACHALOT_MEMORY"] ?? "512MB"
+        guard let memory = memoryText == "0" ? ByteCount(bytes: 0) : ByteCount(argument: memoryText) else {
+            throw ValidationError(
+                "--memory (or CACHALOT_MEMORY) must be a size such as 512MB, or 0; \(memoryText) is not."
+            )
         }
         var trusted = Set(self.trustedProxies)
         if self.trustedProxies.isEmpty, let list = environment["CACHALOT_TRUSTED_PROXIES"] {

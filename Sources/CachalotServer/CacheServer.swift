@@ -120,7 +120,11 @@ public final class CacheServer: Service, Sendable {
             throw ServerError("The proxy's listener has no address.")
         }
         self.publish(.success(Addresses(proxy: proxyAddress, admin: listeners.admin?.channel.localAddress)))
-        self.logger.info("Listening", metadata: ["proxy": "\(proxyAddress)", "origin": "\(self.configuration.origin)"])
+        var metadata: Logger.Metadata = [
+            "proxy": "\(Self.describe(proxyAddress))", "origin": "\(self.configuration.origin)",
+        ]
+        if let admin = listeners.admin?.channel.localAddress { metadata["admin"] = "\(Self.describe(admin))" }
+        self.logger.info("Listening", metadata: metadata)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { try await self.accept(listeners.proxy, with: proxy) }
@@ -200,6 +204,12 @@ public final class CacheServer: Service, Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    /// `host:port`, or `[v6]:port`.
+    private static func describe(_ address: SocketAddress) -> String {
+        let ip = address.ipAddress ?? "?"
+        return (ip.contains(":") ? "[\(ip)]" : ip) + ":\(address.port ?? 0)"
     }
 
     static func nanoseconds(_ duration: Duration) -> Int64 {

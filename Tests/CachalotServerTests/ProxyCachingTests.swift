@@ -37,7 +37,9 @@ struct ProxyCachingTests {
 
     @Test("A response the shared rules forbid storing (private) is relayed and not stored")
     func privateIsNotStored() async throws {
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine") }
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine")
+        }
         let proxy = try await ProxyHarness(origin: origin)
         let first = try await proxy.send("/p")
         let second = try await proxy.send("/p")
@@ -97,7 +99,9 @@ struct ProxyCachingTests {
 
     @Test("HEAD is answered from a stored GET, and a HEAD miss fetches the GET so that it is stored")
     func headFromStoredGet() async throws {
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "twelve bytes") }
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "twelve bytes")
+        }
         let proxy = try await ProxyHarness(origin: origin)
         let headMiss = try await proxy.send("/h", method: .HEAD)
         #expect(headMiss.status == 200)
@@ -157,7 +161,11 @@ struct ProxyCachingTests {
     @Test("A response that ends early is cut off for the client too, and nothing is stored")
     func truncatedIsNotStored() async throws {
         let origin = try await TestOrigin.start { _ in
-            .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "x", count: 1_000), truncatedAfter: 10)
+            .init(
+                fields: [("Cache-Control", "max-age=60")],
+                body: String(repeating: "x", count: 1_000),
+                truncatedAfter: 10
+            )
         }
         let proxy = try await ProxyHarness(origin: origin)
         await #expect(throws: (any Error).self) { _ = try await proxy.send("/t") }

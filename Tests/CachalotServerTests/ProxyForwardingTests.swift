@@ -48,10 +48,16 @@ struct ProxyForwardingTests {
         let proxy = try await ProxyHarness(origin: origin)
         _ = try await proxy.send(
             "/f",
-            headers: [("Forwarded", "for=6.6.6.6"), ("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example")]
+            headers: [
+                ("Forwarded", "for=6.6.6.6"), ("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example"),
+            ]
         )
         let sent = try #require(origin.requests.first)
-        #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;host=\"127.0.0.1:\(proxy.port)\";proto=http"])
+        #expect(
+            sent.headerFields[values: HTTPField.Name("Forwarded")!] == [
+                "for=127.0.0.1;host=\"127.0.0.1:\(proxy.port)\";proto=http"
+            ]
+        )
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!] == ["127.0.0.1"])
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["127.0.0.1:\(proxy.port)"])
         try await proxy.stop()

@@ -11,8 +11,14 @@ import Testing
 @Suite("Hostile clients and failing origins")
 struct ProxyHardeningTests {
     static let ambiguous: [(String, String)] = [
-        ("Content-Length and Transfer-Encoding", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-        ("two different Content-Length values", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+        (
+            "Content-Length and Transfer-Encoding",
+            "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
+        (
+            "two different Content-Length values",
+            "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"
+        ),
         ("an unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
         ("whitespace before a colon", "GET /a HTTP/1.1\r\nHost : x\r\n\r\n"),
         ("a field line without a colon", "GET /a HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n"),
@@ -21,8 +27,10 @@ struct ProxyHardeningTests {
         ("an asterisk target for GET", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"),
     ]
 
-    @Test("Ambiguous framing and malformed requests get 400 and the connection closes; nothing reaches the origin",
-          arguments: Self.ambiguous.map(\.0))
+    @Test(
+        "Ambiguous framing and malformed requests get 400 and the connection closes; nothing reaches the origin",
+        arguments: Self.ambiguous.map(\.0)
+    )
     func badRequests(name: String) async throws {
         let text = try #require(Self.ambiguous.first { $0.0 == name }?.1)
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }
@@ -109,7 +117,11 @@ struct ProxyHardeningTests {
             await gate.wait()
             return .init(body: "late")
         }
-        let timed = try await ProxyHarness(origin: slow, configure: { $0.limits.shutdownGracePeriod = .milliseconds(100) }, originTimeout: .milliseconds(200))
+        let timed = try await ProxyHarness(
+            origin: slow,
+            configure: { $0.limits.shutdownGracePeriod = .milliseconds(100) },
+            originTimeout: .milliseconds(200)
+        )
         let late = try await timed.send("/a")
         #expect(late.status == 504)
         #expect(late.cacheStatus == "cachalot; fwd=miss; detail=origin-timeout")

@@ -50,7 +50,9 @@ struct ShutdownTests {
         }
         #expect(received < 1 << 20)
         #expect(try proxy.disk.count == 0)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: proxy.disk.directory.appending(path: "tmp").path)
+        let leftovers = try FileManager.default.contentsOfDirectory(
+            atPath: proxy.disk.directory.appending(path: "tmp").path
+        )
         #expect(leftovers.isEmpty)
     }
 }

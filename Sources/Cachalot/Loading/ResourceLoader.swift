@@ -244,7 +244,8 @@ public final class ResourceLoader: Sendable {
             let reason: Resource.ForwardReason
             if let cached, policy != .reloadIgnoringCacheData {
                 let stored = cached.response.stored
-                let isFresh = stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: now)
+                let isFresh =
+                    stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: now)
                 reason = isFresh && !stored.cacheControl.isNoCache ? .request : .stale
             } else {
                 reason = policy == .reloadIgnoringCacheData ? .bypass : .miss

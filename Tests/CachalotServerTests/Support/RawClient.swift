@@ -51,7 +51,9 @@ extension RawClient {
     }
 
     /// Reads one response whose body has a `Content-Length`; returns it as text.
-    static func readResponse(_ iterator: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) async throws
+    static func readResponse(
+        _ iterator: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    ) async throws
         -> String
     {
         var received = ""
