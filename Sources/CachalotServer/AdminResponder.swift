@@ -10,6 +10,8 @@ import NIOHTTP1
 /// - `POST /purge?url=/path` (or an absolute URL on the origin): removes that URL's stored
 ///   responses, every `Vary` variant included.
 /// - `POST /purge?prefix=/images/`: removes every stored response under that path prefix.
+/// - `POST /purge?tag=product-42`: removes every stored response whose `Surrogate-Key` or
+///   `Cache-Tag` names that tag.
 ///
 /// Everything but `/healthz` needs `Authorization: Bearer <token>` when the server has an
 /// ``CacheServer/Configuration/adminToken``; without it the answer is 401.
@@ -57,10 +59,12 @@ struct AdminResponder: Responder {
                 removed = try self.server.loader.removeResponses(for: url)
             } else if let prefix = query["prefix"], let url = self.originURL(prefix) {
                 removed = try self.server.loader.removeResponses(withPrefix: url.absoluteString)
+            } else if let tag = query["tag"], !tag.isEmpty {
+                removed = try self.server.loader.removeResponses(taggedWith: tag)
             } else {
                 try await writer.respond(
                     HTTPResponse(status: .badRequest),
-                    body: "Name what to purge: ?url=/path or ?prefix=/path/, on the origin.\n"
+                    body: "Name what to purge: ?url=/path, ?prefix=/path/ (on the origin) or ?tag=name.\n"
                 )
                 return true
             }

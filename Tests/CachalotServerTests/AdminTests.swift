@@ -81,3 +81,30 @@ struct AdminTests {
         try await proxy.stop()
     }
 }
+
+@Suite("Purging by tag")
+struct TagPurgeTests {
+    @Test("Purging a tag removes what Surrogate-Key or Cache-Tag tagged with it, in memory and on disk")
+    func purgeTag() async throws {
+        let origin = try await TestOrigin.start { request in
+            let fields: [(String, String)] =
+                switch request.path ?? "" {
+                case "/a": [("Surrogate-Key", "product-1  shelf")]
+                case "/b": [("Cache-Tag", "shelf , product-2")]
+                default: [("Surrogate-Key", "product-10")]
+                }
+            return .init(fields: [("Cache-Control", "max-age=60")] + fields, body: "x")
+        }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 1 << 20)
+        for path in ["/a", "/b", "/c"] { _ = try await proxy.send(path) }
+        let shelf = try await proxy.send("/purge?tag=shelf", method: .POST, admin: true)
+        #expect(shelf.text == "{\"removed\":4}\n")
+        #expect(try await proxy.send("/a").cacheStatus.contains("fwd=miss"))
+        #expect(try await proxy.send("/b").cacheStatus.contains("fwd=miss"))
+        #expect(try await proxy.send("/c").cacheStatus.contains("hit"))
+        // A tag is matched whole: product-1 is not product-10.
+        _ = try await proxy.send("/purge?tag=product-1", method: .POST, admin: true)
+        #expect(try await proxy.send("/c").cacheStatus.contains("hit"))
+        try await proxy.stop()
+    }
+}

@@ -16,7 +16,7 @@ extension ResourceLoader {
         else { return 0 }
         let url = key.string
         let variants = url + "\n"
-        return try self.removeResponses { $0 == url || $0.hasPrefix(variants) }
+        return try self.removeResponses { key, _ in key == url || key.hasPrefix(variants) }
     }
 
     /// Removes every stored response whose URL starts with `prefix` (as the loader keys it:
@@ -28,21 +28,53 @@ extension ResourceLoader {
     /// - Complexity: O(*n*) in the number of stored entries.
     @discardableResult
     public func removeResponses(withPrefix prefix: String) throws(CacheError) -> Int {
-        try self.removeResponses { $0.hasPrefix(prefix) }
+        try self.removeResponses { key, _ in key.hasPrefix(prefix) }
     }
 
-    /// Removes every entry whose key `isRemoved` accepts, in memory and on disk.
-    private func removeResponses(where isRemoved: (String) -> Bool) throws(CacheError) -> Int {
+    /// Removes every stored response tagged with `tag`: one of the surrogate keys its origin
+    /// sent in `Surrogate-Key` (separated by spaces, as Fastly and Varnish's xkey read it) or
+    /// `Cache-Tag` (separated by commas, as Cloudflare reads it). Tags are compared exactly.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
+    /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
+    @discardableResult
+    public func removeResponses(taggedWith tag: String) throws(CacheError) -> Int {
+        try self.removeResponses { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
+    }
+
+    /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
+    /// response (`nil` for a list of variants), in memory and on disk.
+    private func removeResponses(
+        where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
+    ) throws(CacheError) -> Int {
         let disk = self.store.disk as? DiskCache
         guard disk != nil || self.store.disk == nil else {
             throw .invalidConfiguration(
-                "Removing responses by URL needs a disk tier that lists its keys (a DiskCache); nothing was removed."
+                "Removing responses by URL or tag needs a disk tier that lists its keys (a DiskCache); "
+                    + "nothing was removed."
             )
         }
-        var removed = self.store.memory?.removeValues { isRemoved($0.string) } ?? 0
+        var removed =
+            self.store.memory?.removeValues { key, entry in
+                isRemoved(key.string) {
+                    guard case .response(let response) = entry else { return nil }
+                    return response.stored
+                }
+            } ?? 0
         guard let disk else { return removed }
-        for entry in try disk.entries() where isRemoved(entry.key) {
-            if try disk.removeValue(forKey: entry.key) { removed += 1 }
+        for entry in try disk.entries() {
+            var failure: CacheError?
+            let matches = isRemoved(entry.key) {
+                do throws(CacheError) {
+                    return try disk.metadata(forKey: entry.key).flatMap { StoredResponse(decoding: $0.metadata) }
+                } catch {
+                    failure = error
+                    return nil
+                }
+            }
+            if let failure { throw failure }
+            if matches, try disk.removeValue(forKey: entry.key) { removed += 1 }
         }
         return removed
     }

@@ -217,12 +217,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         self.forEachShard { state in state.removeAll() }
     }
 
-    /// Removes every entry whose key satisfies `isRemoved`, and returns how many it removed.
+    /// Removes every entry that `isRemoved` accepts, given its key and value, and returns how
+    /// many it removed.
     ///
     /// - Complexity: O(*n*) in the number of entries: for administration (purging a group of
     ///   keys), not for a hot path.
     @discardableResult
-    public func removeValues(where isRemoved: (Key) -> Bool) -> Int {
+    public func removeValues(where isRemoved: (Key, Value) -> Bool) -> Int {
         var removed = 0
         self.forEachShard { state in removed += state.removeValues(where: isRemoved) }
         return removed

@@ -205,13 +205,13 @@ struct MemoryCacheShard<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// Removes every entry whose key satisfies `isRemoved`; returns how many.
-    mutating func removeValues(where isRemoved: (Key) -> Bool) -> Int {
+    /// Removes every entry that `isRemoved` accepts; returns how many.
+    mutating func removeValues(where isRemoved: (Key, Value) -> Bool) -> Int {
         var removed = 0
         var index = self.entries.count - 1
         while index >= 0 {
             // Swap-remove only moves entries from above `index`, which were already checked.
-            if isRemoved(self.entries[index].key) {
+            if isRemoved(self.entries[index].key, self.entries[index].value) {
                 self.remove(at: Int32(truncatingIfNeeded: index), reason: nil)
                 removed += 1
             }
