@@ -14,8 +14,9 @@ extension StoredResponse {
     }
 
     /// The response's current age in seconds at `now` (RFC 9111 §4.2.3): the age it had when it
-    /// arrived, by `Age`, `Date` and the round trip, plus the time since. An `Age` that is not
-    /// one non-negative integer is ignored (§5.1).
+    /// arrived, by `Age`, `Date` and the round trip, plus the time since. Of a list-valued `Age`
+    /// (`Age: 5, 10`, or two field lines) the first member counts; if that is not a non-negative
+    /// integer, `Age` is ignored (§5.1).
     public func age(at now: Date) -> TimeInterval {
         self.facts.correctedInitialAge + now.timeIntervalSince(self.responseTime)
     }
@@ -45,7 +46,7 @@ extension StoredResponse {
 final class FreshnessFacts: Sendable, Equatable {
     /// The version of the rules that compute the facts and of their binary form. Change it with
     /// either, so that facts stored before are not trusted.
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
 
     let directives: CacheControl
     let date: Date
@@ -77,8 +78,7 @@ final class FreshnessFacts: Sendable, Equatable {
         let directives = CacheControl(fields[values: .cacheControl])
         let dates = fields[values: .date]
         let date = dates.count == 1 ? HTTPDate.parse(dates[0], now: responseTime) ?? responseTime : responseTime
-        let ages = fields[values: .age]
-        let ageValue = ages.count == 1 ? CacheControl.deltaSeconds(ages[0].trimmingWhitespace()) ?? 0 : 0
+        let ageValue = Self.age(fields[values: .age]) ?? 0
         let apparentAge = max(0, responseTime.timeIntervalSince(date))
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         self.directives = directives
@@ -102,6 +102,20 @@ final class FreshnessFacts: Sendable, Equatable {
         let privateLifetime = explicitLifetime ?? Self.heuristicLifetime(response, directives, date, responseTime)
         self.privateLifetime = privateLifetime
         self.sharedLifetime = directives.sharedMaxAge.map(TimeInterval.init) ?? privateLifetime
+    }
+
+    /// The value of `Age` (RFC 9111 §5.1): the first member of the field lines read as one list,
+    /// the others discarded, or `nil` if there is none or it is not a non-negative integer (the
+    /// field is then ignored, as if absent). A value too large to hold counts as 2³¹ seconds.
+    static func age(_ values: [String]) -> Int? {
+        for value in values {
+            // Empty list elements do not count as members (RFC 9110 §5.6.1.2).
+            for member in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let member = member.trimmingWhitespace()
+                if !member.isEmpty { return CacheControl.deltaSeconds(member) }
+            }
+        }
+        return nil
     }
 
     static func == (left: FreshnessFacts, right: FreshnessFacts) -> Bool {
