@@ -52,6 +52,16 @@ struct CacheRulesFreshnessTests {
         #expect(Messages.stored(200, [("Age", value)]).age(at: Messages.at(0)) == 2_147_483_648)
     }
 
+    @Test("a Date that is not an HTTP-date counts as absent: the time the response arrived is used")
+    func invalidDate() {
+        // An hour before arrival, but in a form RFC 9110 does not have.
+        let pairs = [("Date", "Fri, 15 Jan 27 07:00:00 GMT"), ("Expires", Messages.date(60))]
+        let stored = Messages.stored(200, pairs)
+        #expect(stored.date == Messages.at(0))
+        #expect(stored.age(at: Messages.at(0)) == 0)
+        #expect(stored.freshnessLifetime(isShared: false) == 60)
+    }
+
     @Test("max-age is the lifetime, before Expires")
     func maxAge() {
         let stored = Messages.stored(200, [("Cache-Control", "max-age=60"), ("Expires", Messages.date(3600))])
@@ -81,6 +91,8 @@ struct CacheRulesFreshnessTests {
         "an invalid Expires, or two, means already expired",
         arguments: [
             [("Expires", "0")], [("Expires", "yesterday")],
+            // Not HTTP-dates by RFC 9110's grammar, though close: a two-digit year, a dash.
+            [("Expires", "Sun, 06 Nov 94 08:49:37 GMT")], [("Expires", "Fri, 15-Jan-2027 09:00:00 GMT")],
             [("Expires", Messages.date(60)), ("Expires", Messages.date(90))],
         ]
     )
