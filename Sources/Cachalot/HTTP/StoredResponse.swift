@@ -93,8 +93,8 @@ public struct StoredResponse: Sendable, Hashable {
         get { self.storage.responseTime }
         set { self.storage = Storage(self.response, self.requestTime, newValue, self.varyingFields) }
     }
-    /// For each field name that `Vary` lists (lowercased), the request's value, normalized, or
-    /// `nil` if the request had no such field.
+    /// For each field name that `Vary` lists (lowercased), the request's value, normalized (see
+    /// ``VaryingField/value``), or `nil` if the request had no such field.
     public var varyingFields: [VaryingField] {
         get { self.storage.varyingFields }
         set { self.storage = Storage(self.response, self.requestTime, self.responseTime, newValue) }
@@ -111,8 +111,15 @@ public struct StoredResponse: Sendable, Hashable {
     public struct VaryingField: Sendable, Hashable {
         /// The field name, lowercased.
         public var name: String
-        /// The request's field lines joined with ", " and their whitespace collapsed, or `nil`
-        /// if the request had none.
+        /// The request's field lines read as one list, normalized, or `nil` if the request had
+        /// none (RFC 9110 §12.5.5, RFC 9111 §4.1).
+        ///
+        /// The members are joined with ", ", without the whitespace around them, and each run
+        /// of whitespace outside quoted strings made one space. `Accept-Encoding`,
+        /// `Accept-Language` and `Accept-Charset`, lists of case-insensitive members whose order
+        /// does not matter, are also lowercased, stripped of whitespace, without empty members,
+        /// and sorted: `BR,gzip` and `gzip, br` are one value. Other fields keep their case and
+        /// order.
         public var value: String?
 
         /// Creates a varying field.
@@ -160,8 +167,9 @@ public struct StoredResponse: Sendable, Hashable {
         hasher.combine(self.varyingFields)
     }
 
-    /// Whether `request` selects this response: it has the same values for every field that
-    /// `Vary` names (RFC 9111 §4.1). A response with `Vary: *` matches no request.
+    /// Whether `request` selects this response: it has the same values, normalized (see
+    /// ``VaryingField/value``), for every field that `Vary` names (RFC 9111 §4.1). A response
+    /// with `Vary: *` matches no request.
     public func matches(_ request: HTTPRequest) -> Bool {
         let storage = self.storage
         // Most responses do not vary: no field to read.
@@ -169,31 +177,6 @@ public struct StoredResponse: Sendable, Hashable {
         return storage.varyingFields.allSatisfy { field in
             Self.normalizedValue(of: field.name, in: request.headerFields) == field.value
         }
-    }
-
-    // MARK: - Vary
-
-    /// The lowercased field names that `Vary` lists, or `nil` if it lists `*`.
-    static func varyNames(of fields: HTTPFields) -> [String]? {
-        var names: [String] = []
-        for value in fields[values: .vary] {
-            for name in value.split(separator: ",") {
-                let name = name.trimmingWhitespace().lowercased()
-                if name == "*" { return nil }
-                if !name.isEmpty, !names.contains(name) { names.append(name) }
-            }
-        }
-        return names
-    }
-
-    /// The request's lines of field `name` joined with ", ", each with runs of whitespace made
-    /// one space; `nil` if there are none or `name` is not a field name.
-    static func normalizedValue(of name: String, in fields: HTTPFields) -> String? {
-        guard let fieldName = HTTPField.Name(name) else { return nil }
-        let values = fields[values: fieldName]
-        guard !values.isEmpty else { return nil }
-        return values.map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
-            .joined(separator: ", ")
     }
 
     // MARK: - Fields not stored
