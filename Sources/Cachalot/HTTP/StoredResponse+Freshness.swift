@@ -2,7 +2,8 @@ import Foundation
 import HTTPTypes
 
 extension StoredResponse {
-    /// The `Cache-Control` directives of the stored response.
+    /// The directives that govern the stored response: those of `Cache-Control`, or of the
+    /// targeted field that replaced it (see ``CacheRules/targetedFields``).
     public var cacheControl: CacheControl {
         self.facts.directives
     }
@@ -23,6 +24,8 @@ extension StoredResponse {
 
     /// How long the response stays fresh, in seconds (RFC 9111 §4.2.1): `s-maxage` in a shared
     /// cache, else `max-age`, else `Expires` minus `Date`, else a heuristic where allowed, else 0.
+    /// A targeted field that governs the response (RFC 9213) gives `s-maxage` and `max-age`
+    /// instead of `Cache-Control`, and `Expires` is then ignored.
     ///
     /// Invalid freshness information makes the response stale: a malformed or conflicting
     /// `max-age`, several `Expires` lines, or an `Expires` that is not a date (such as "0").
@@ -49,6 +52,10 @@ final class FreshnessFacts: Sendable, Equatable {
     static let version: UInt16 = 2
 
     let directives: CacheControl
+    /// The targeted cache-control fields, in order, whose directives replace `Cache-Control`
+    /// and `Expires` if the response has one (RFC 9213): the rules' target list when the facts
+    /// were computed, so that a 304 that freshens the response is read by it too.
+    let targets: [HTTPField.Name]
     let date: Date
     /// `corrected_initial_age` (RFC 9111 §4.2.3).
     let correctedInitialAge: TimeInterval
@@ -59,6 +66,7 @@ final class FreshnessFacts: Sendable, Equatable {
 
     init(
         directives: CacheControl,
+        targets: [HTTPField.Name],
         date: Date,
         correctedInitialAge: TimeInterval,
         privateLifetime: TimeInterval,
@@ -66,6 +74,7 @@ final class FreshnessFacts: Sendable, Equatable {
         varyNames: [String]?
     ) {
         self.directives = directives
+        self.targets = targets
         self.date = date
         self.correctedInitialAge = correctedInitialAge
         self.privateLifetime = privateLifetime
@@ -73,15 +82,23 @@ final class FreshnessFacts: Sendable, Equatable {
         self.varyNames = varyNames
     }
 
-    init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date) {
+    init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date, targets: [HTTPField.Name]) {
         let fields = response.headerFields
-        let directives = CacheControl(fields[values: .cacheControl])
+        let directives: CacheControl
+        let isTargeted: Bool
+        if targets.isEmpty {
+            // The usual case: no other field to look for.
+            (directives, isTargeted) = (CacheControl(fields[values: .cacheControl]), false)
+        } else {
+            (directives, isTargeted) = CacheControl.governing(fields, targets: targets)
+        }
         let dates = fields[values: .date]
         let date = dates.count == 1 ? HTTPDate.parse(dates[0], now: responseTime) ?? responseTime : responseTime
         let ageValue = Self.age(fields[values: .age]) ?? 0
         let apparentAge = max(0, responseTime.timeIntervalSince(date))
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         self.directives = directives
+        self.targets = targets
         self.date = date
         self.varyNames = StoredResponse.varyNames(of: fields)
         self.correctedInitialAge = max(apparentAge, TimeInterval(ageValue) + responseDelay)
@@ -89,7 +106,7 @@ final class FreshnessFacts: Sendable, Equatable {
         let explicitLifetime: TimeInterval?
         if let maxAge = directives.maxAge {
             explicitLifetime = TimeInterval(maxAge)
-        } else if !fields[values: .expires].isEmpty {
+        } else if !isTargeted, !fields[values: .expires].isEmpty {
             let expires = fields[values: .expires]
             if expires.count == 1, let expiry = HTTPDate.parse(expires[0], now: responseTime) {
                 explicitLifetime = max(0, expiry.timeIntervalSince(date))
@@ -119,7 +136,7 @@ final class FreshnessFacts: Sendable, Equatable {
     }
 
     static func == (left: FreshnessFacts, right: FreshnessFacts) -> Bool {
-        left.directives == right.directives && left.date == right.date
+        left.directives == right.directives && left.targets == right.targets && left.date == right.date
             && left.correctedInitialAge == right.correctedInitialAge && left.privateLifetime == right.privateLifetime
             && left.sharedLifetime == right.sharedLifetime && left.varyNames == right.varyNames
     }
