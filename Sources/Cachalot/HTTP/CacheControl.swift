@@ -86,6 +86,13 @@ public struct CacheControl: Sendable, Hashable {
         self.init([value])
     }
 
+    /// Reads directives already split into lowercased names and arguments, in order.
+    init(directives: [(name: String, argument: String?)]) {
+        for (name, argument) in directives {
+            self.apply(name, argument)
+        }
+    }
+
     private mutating func apply(_ name: String, _ argument: String?) {
         switch name {
         case "max-age": self.maxAge = self.freshness(self.maxAge, argument)

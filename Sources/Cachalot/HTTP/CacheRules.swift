@@ -30,14 +30,39 @@ public struct CacheRules: Sendable, Hashable {
     /// Whether the cache is shared between users (a proxy) rather than private to one.
     public var isShared: Bool
 
+    /// The targeted cache-control fields this cache obeys, most applicable first: its target
+    /// list (RFC 9213). Default: none (only `Cache-Control` counts).
+    ///
+    /// When a response carries one of these fields with a valid, non-empty value (a Structured
+    /// Fields Dictionary; any other value counts as absent), the first in list order replaces
+    /// both `Cache-Control` and `Expires` in this cache's decisions to store the response and
+    /// for how long it is fresh, and what it allows stale. The response as relayed keeps all
+    /// its fields. A proxy typically lists its own field before `CDN-Cache-Control`:
+    ///
+    /// ```swift
+    /// var rules = CacheRules.sharedCache
+    /// rules.targetedFields = [HTTPField.Name("Cachalot-Cache-Control")!, HTTPField.Name("CDN-Cache-Control")!]
+    /// ```
+    ///
+    /// A stored response keeps the list it was stored with (see
+    /// ``StoredResponse/init(request:response:requestTime:responseTime:targetedFields:)``):
+    /// changing the list changes how responses stored after are read, not those stored before.
+    public var targetedFields: [HTTPField.Name]
+
     /// Rules for a cache private to one user: apps and the command line.
     public static let privateCache = CacheRules(isShared: false)
     /// Rules for a cache shared between users: a proxy.
     public static let sharedCache = CacheRules(isShared: true)
 
     /// Creates rules for a private or a shared cache.
-    public init(isShared: Bool = false) {
+    ///
+    /// - Parameters:
+    ///   - isShared: Whether the cache is shared between users. Default: `false`.
+    ///   - targetedFields: The targeted cache-control fields the cache obeys, most applicable
+    ///     first (see ``targetedFields``). Default: none.
+    public init(isShared: Bool = false, targetedFields: [HTTPField.Name] = []) {
         self.isShared = isShared
+        self.targetedFields = targetedFields
     }
 
     // MARK: - Storing (§3)
@@ -51,7 +76,7 @@ public struct CacheRules: Sendable, Hashable {
             response.status.code != 304
         else { return false }
         let requestDirectives = Self.requestDirectives(request)
-        let directives = CacheControl(response.headerFields[values: .cacheControl])
+        let (directives, isTargeted) = CacheControl.governing(response.headerFields, targets: self.targetedFields)
         // must-understand lets a cache that understands the status code ignore no-store.
         let understandsStatus = Self.understoodStatuses.contains(response.status.code)
         if directives.mustUnderstand && !understandsStatus { return false }
@@ -65,7 +90,7 @@ public struct CacheRules: Sendable, Hashable {
         }
         guard StoredResponse.varyNames(of: response.headerFields) != nil else { return false }  // Vary: *
         return directives.isPublic || (!self.isShared && directives.isPrivate)
-            || !response.headerFields[values: .expires].isEmpty || directives.maxAge != nil
+            || (!isTargeted && !response.headerFields[values: .expires].isEmpty) || directives.maxAge != nil
             || (self.isShared && directives.sharedMaxAge != nil)
             || StoredResponse.heuristicallyCacheableStatuses.contains(response.status.code)
     }

@@ -3,7 +3,8 @@ import Foundation
 /// Reads and writes HTTP dates (RFC 9110 §5.6.7) without a `DateFormatter`, which is slow and
 /// depends on the locale.
 ///
-/// Reads all three forms a recipient must accept, and writes the first:
+/// Reads all three forms a recipient must accept, exactly as RFC 9110's grammar spells them, and
+/// writes the first:
 ///
 /// ```
 /// Sun, 06 Nov 1994 08:49:37 GMT    IMF-fixdate
@@ -12,9 +13,15 @@ import Foundation
 /// Sun Nov  6 08:49:37 1994         ANSI C's asctime() (obsolete)
 /// ```
 ///
-/// Names of days and months are accepted in any case; the day name is not checked against
-/// the date. Anything else (another time zone, a day that the month does not have, a time out
-/// of range, trailing text) is not a date.
+/// Each form is read at fixed positions: single spaces where the grammar has them, the comma,
+/// the dashes of RFC 850 only, a two-digit day (a space and one digit in asctime), a four-digit
+/// year (two digits in RFC 850 only), a short day name (a long one in RFC 850 only), `GMT` as
+/// the only zone. Spaces and tabs around the whole value are not part of it and are skipped.
+///
+/// Names of days and months and `GMT` are matched in any case: RFC 9110 §5.6.7 specifies them as
+/// case-sensitive, but RFC 9111 §4.2 asks a cache to match dates case-insensitively. The day
+/// name is not checked against the date. Anything else (another time zone, a day that the month
+/// does not have, a time out of range, trailing text) is not a date.
 public enum HTTPDate {
     /// The date that `text` denotes, or `nil` if it is not an HTTP date in one of the three forms.
     ///
@@ -26,45 +33,50 @@ public enum HTTPDate {
         return text.withUTF8 { Self.parse($0, now: now) }
     }
 
-    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, now: Date) -> Date? {
-        // Up to six tokens, split at spaces, tabs, commas and hyphens, as ranges of `bytes`.
-        var tokens: [Range<Int>] = []
-        tokens.reserveCapacity(6)
-        var start: Int?
-        for index in 0...bytes.count {
-            let isSeparator =
-                index == bytes.count || bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t")
-                || bytes[index] == UInt8(ascii: ",") || bytes[index] == UInt8(ascii: "-")
-            if isSeparator {
-                if let first = start {
-                    guard tokens.count < 6 else { return nil }
-                    tokens.append(first..<index)
-                    start = nil
-                }
-            } else if start == nil {
-                start = index
-            }
-        }
-        guard tokens.count >= 5, Self.isDayName(bytes, tokens[0]) else { return nil }
-        let (day, month, year, time): (Range<Int>, Range<Int>, Range<Int>, Range<Int>)
-        if tokens.count == 6 {
-            // IMF-fixdate or RFC 850: day month year time GMT.
-            guard Self.equals(bytes, tokens[5], "GMT") else { return nil }
-            (day, month, year, time) = (tokens[1], tokens[2], tokens[3], tokens[4])
+    private static func parse(_ value: UnsafeBufferPointer<UInt8>, now: Date) -> Date? {
+        var lower = 0
+        var upper = value.count
+        while lower < upper, Self.isSpace(value[lower]) { lower += 1 }
+        while upper > lower, Self.isSpace(value[upper - 1]) { upper -= 1 }
+        let bytes = UnsafeBufferPointer(rebasing: value[lower..<upper])
+        // asctime, the shortest form, has 24 bytes.
+        guard bytes.count >= 24 else { return nil }
+        // Where the day, month, year and time start, and how many digits the year has.
+        let (day, month, year, time, yearDigits): (Int, Int, Int, Int, Int)
+        if bytes[3] == UInt8(ascii: ",") {
+            // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+            guard bytes.count == 29, Self.isDayName(bytes, 0..<3, Self.shortDayNames),
+                Self.spaces(bytes, 4, 7, 11, 16, 25), Self.equals(bytes, 26..<29, "GMT")
+            else { return nil }
+            (day, month, year, time, yearDigits) = (5, 8, 12, 17, 4)
+        } else if bytes[3] == UInt8(ascii: " ") {
+            // asctime: `Sun Nov  6 08:49:37 1994`, the day a space and a digit or two digits.
+            guard bytes.count == 24, Self.isDayName(bytes, 0..<3, Self.shortDayNames),
+                Self.spaces(bytes, 7, 10, 19, 19, 19)
+            else { return nil }
+            (month, day, time, year, yearDigits) = (4, 8, 11, 20, 4)
         } else {
-            // asctime: month day time year.
-            (month, day, time, year) = (tokens[1], tokens[2], tokens[3], tokens[4])
+            // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`, after a long day name of 6 to 9 letters.
+            guard let comma = (6...9).first(where: { bytes[$0] == UInt8(ascii: ",") }), bytes.count == comma + 24,
+                Self.isDayName(bytes, 0..<comma, Self.longDayNames),
+                Self.spaces(bytes, comma + 1, comma + 11, comma + 20, comma + 20, comma + 20),
+                bytes[comma + 4] == UInt8(ascii: "-"), bytes[comma + 8] == UInt8(ascii: "-"),
+                Self.equals(bytes, comma + 21..<comma + 24, "GMT")
+            else { return nil }
+            (day, month, year, time, yearDigits) = (comma + 2, comma + 5, comma + 9, comma + 12, 2)
         }
-        guard let monthNumber = Self.month(bytes, month), let dayNumber = Self.number(bytes, day, digits: 1...2),
-            var yearNumber = Self.number(bytes, year, digits: 2...4), year.count != 3,
-            time.count == 8, bytes[time.lowerBound + 2] == UInt8(ascii: ":"),
-            bytes[time.lowerBound + 5] == UInt8(ascii: ":"),
-            let hour = Self.number(bytes, time.lowerBound..<time.lowerBound + 2, digits: 2...2),
-            let minute = Self.number(bytes, time.lowerBound + 3..<time.lowerBound + 5, digits: 2...2),
-            let second = Self.number(bytes, time.lowerBound + 6..<time.lowerBound + 8, digits: 2...2),
+        // asctime's day may be a space and one digit.
+        let dayStart = month < day && bytes[day] == UInt8(ascii: " ") ? day + 1 : day
+        guard let monthNumber = Self.month(bytes, month..<month + 3),
+            let dayNumber = Self.number(bytes, dayStart..<day + 2),
+            var yearNumber = Self.number(bytes, year..<year + yearDigits),
+            bytes[time + 2] == UInt8(ascii: ":"), bytes[time + 5] == UInt8(ascii: ":"),
+            let hour = Self.number(bytes, time..<time + 2),
+            let minute = Self.number(bytes, time + 3..<time + 5),
+            let second = Self.number(bytes, time + 6..<time + 8),
             hour < 24, minute < 60, second <= 60
         else { return nil }
-        if year.count == 2 {
+        if yearDigits == 2 {
             yearNumber += 1900
             let currentYear = Self.year(of: now)
             while yearNumber < currentYear - 49 { yearNumber += 100 }
@@ -97,10 +109,29 @@ public enum HTTPDate {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ]
 
-    /// Whether `bytes[range]` is a day's name, short or long, in any case.
-    private static func isDayName(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool {
-        let names = range.count == 3 ? Self.shortDayNames : Self.longDayNames
-        return names.contains { Self.equals(bytes, range, $0) }
+    /// Whether `bytes[range]` is one of `names` (lowercased), in any case.
+    private static func isDayName(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ names: [String]) -> Bool {
+        names.contains { Self.equals(bytes, range, $0) }
+    }
+
+    /// Whether `bytes` has a space at each offset (five of them, some perhaps repeated: a
+    /// variadic list would allocate).
+    private static func spaces(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ a: Int,
+        _ b: Int,
+        _ c: Int,
+        _ d: Int,
+        _ e: Int
+    )
+        -> Bool
+    {
+        let space = UInt8(ascii: " ")
+        return bytes[a] == space && bytes[b] == space && bytes[c] == space && bytes[d] == space && bytes[e] == space
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 
     /// The number (1 to 12) of the month `bytes[range]` names, in any case.
@@ -114,14 +145,8 @@ public enum HTTPDate {
         return zip(range, word.utf8).allSatisfy { index, expected in bytes[index] | 0x20 == expected | 0x20 }
     }
 
-    /// The decimal number `bytes[range]` spells with a count of digits in `digits`, and nothing
-    /// else.
-    private static func number(
-        _ bytes: UnsafeBufferPointer<UInt8>,
-        _ range: Range<Int>,
-        digits: ClosedRange<Int>
-    ) -> Int? {
-        guard digits.contains(range.count) else { return nil }
+    /// The decimal number that the digits `bytes[range]` spell, and `nil` if any is not a digit.
+    private static func number(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
         var value = 0
         for index in range {
             let byte = bytes[index]

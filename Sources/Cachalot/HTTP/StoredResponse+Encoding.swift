@@ -13,6 +13,7 @@ extension StoredResponse {
     ///   Cache-Control             UInt16 of flags; max-age, s-maxage, stale-while-revalidate,
     ///                             stale-if-error, max-stale, min-fresh: 0, or 1 and an Int64 each;
     ///                             the names of no-cache and of private: a string list each
+    ///   targeted fields           a string list: the names the facts were computed with
     /// vary count, then fields     UInt32; name string, then 0 (absent) or 1 and a value string
     /// status code                 UInt16
     /// reason phrase               string
@@ -226,6 +227,8 @@ private struct Writer {
         }
         self.append(directives.noCacheFields)
         self.append(directives.privateFields)
+        self.append(UInt32(facts.targets.count))
+        for name in facts.targets { self.append(name.rawName) }
     }
 }
 
@@ -309,6 +312,19 @@ private struct Reader {
         return strings
     }
 
+    /// A string list of field names; `nil` if one is not a field name.
+    mutating func fieldNames() -> [HTTPField.Name]? {
+        guard let count = self.number(UInt32.self), count <= self.bytes.count - self.position else { return nil }
+        // The usual case: no name, no array.
+        guard count > 0 else { return [] }
+        var names: [HTTPField.Name] = []
+        for _ in 0..<count {
+            guard let string = self.string(), let name = HTTPField.Name(string) else { return nil }
+            names.append(name)
+        }
+        return names
+    }
+
     mutating func varyingFields() -> [StoredResponse.VaryingField]? {
         guard let count = self.number(UInt32.self), count <= self.bytes.count - self.position else { return nil }
         var fields: [StoredResponse.VaryingField] = []
@@ -350,7 +366,8 @@ private struct Reader {
         guard let maxAge = self.optionalNumber(), let sharedMaxAge = self.optionalNumber(),
             let staleWhileRevalidate = self.optionalNumber(), let staleIfError = self.optionalNumber(),
             let maxStale = self.optionalNumber(), let minFresh = self.optionalNumber(),
-            let noCacheFields = self.strings(), let privateFields = self.strings()
+            let noCacheFields = self.strings(), let privateFields = self.strings(),
+            let targets = self.fieldNames()
         else { return nil }
         var directives = CacheControl()
         func flag(_ bit: Int) -> Bool { flags & 1 << bit != 0 }
@@ -375,6 +392,7 @@ private struct Reader {
         directives.privateFields = privateFields
         return FreshnessFacts(
             directives: directives,
+            targets: targets,
             date: Date(timeIntervalSince1970: date),
             correctedInitialAge: correctedInitialAge,
             privateLifetime: privateLifetime,

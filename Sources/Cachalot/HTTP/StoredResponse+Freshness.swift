@@ -2,7 +2,8 @@ import Foundation
 import HTTPTypes
 
 extension StoredResponse {
-    /// The `Cache-Control` directives of the stored response.
+    /// The directives that govern the stored response: those of `Cache-Control`, or of the
+    /// targeted field that replaced it (see ``CacheRules/targetedFields``).
     public var cacheControl: CacheControl {
         self.facts.directives
     }
@@ -14,14 +15,17 @@ extension StoredResponse {
     }
 
     /// The response's current age in seconds at `now` (RFC 9111 §4.2.3): the age it had when it
-    /// arrived, by `Age`, `Date` and the round trip, plus the time since. An `Age` that is not
-    /// one non-negative integer is ignored (§5.1).
+    /// arrived, by `Age`, `Date` and the round trip, plus the time since. Of a list-valued `Age`
+    /// (`Age: 5, 10`, or two field lines) the first member counts; if that is not a non-negative
+    /// integer, `Age` is ignored (§5.1).
     public func age(at now: Date) -> TimeInterval {
         self.facts.correctedInitialAge + now.timeIntervalSince(self.responseTime)
     }
 
     /// How long the response stays fresh, in seconds (RFC 9111 §4.2.1): `s-maxage` in a shared
     /// cache, else `max-age`, else `Expires` minus `Date`, else a heuristic where allowed, else 0.
+    /// A targeted field that governs the response (RFC 9213) gives `s-maxage` and `max-age`
+    /// instead of `Cache-Control`, and `Expires` is then ignored.
     ///
     /// Invalid freshness information makes the response stale: a malformed or conflicting
     /// `max-age`, several `Expires` lines, or an `Expires` that is not a date (such as "0").
@@ -45,9 +49,13 @@ extension StoredResponse {
 final class FreshnessFacts: Sendable, Equatable {
     /// The version of the rules that compute the facts and of their binary form. Change it with
     /// either, so that facts stored before are not trusted.
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
 
     let directives: CacheControl
+    /// The targeted cache-control fields, in order, whose directives replace `Cache-Control`
+    /// and `Expires` if the response has one (RFC 9213): the rules' target list when the facts
+    /// were computed, so that a 304 that freshens the response is read by it too.
+    let targets: [HTTPField.Name]
     let date: Date
     /// `corrected_initial_age` (RFC 9111 §4.2.3).
     let correctedInitialAge: TimeInterval
@@ -58,6 +66,7 @@ final class FreshnessFacts: Sendable, Equatable {
 
     init(
         directives: CacheControl,
+        targets: [HTTPField.Name],
         date: Date,
         correctedInitialAge: TimeInterval,
         privateLifetime: TimeInterval,
@@ -65,6 +74,7 @@ final class FreshnessFacts: Sendable, Equatable {
         varyNames: [String]?
     ) {
         self.directives = directives
+        self.targets = targets
         self.date = date
         self.correctedInitialAge = correctedInitialAge
         self.privateLifetime = privateLifetime
@@ -72,16 +82,23 @@ final class FreshnessFacts: Sendable, Equatable {
         self.varyNames = varyNames
     }
 
-    init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date) {
+    init(_ response: HTTPResponse, _ requestTime: Date, _ responseTime: Date, targets: [HTTPField.Name]) {
         let fields = response.headerFields
-        let directives = CacheControl(fields[values: .cacheControl])
+        let directives: CacheControl
+        let isTargeted: Bool
+        if targets.isEmpty {
+            // The usual case: no other field to look for.
+            (directives, isTargeted) = (CacheControl(fields[values: .cacheControl]), false)
+        } else {
+            (directives, isTargeted) = CacheControl.governing(fields, targets: targets)
+        }
         let dates = fields[values: .date]
         let date = dates.count == 1 ? HTTPDate.parse(dates[0], now: responseTime) ?? responseTime : responseTime
-        let ages = fields[values: .age]
-        let ageValue = ages.count == 1 ? CacheControl.deltaSeconds(ages[0].trimmingWhitespace()) ?? 0 : 0
+        let ageValue = Self.age(fields[values: .age]) ?? 0
         let apparentAge = max(0, responseTime.timeIntervalSince(date))
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         self.directives = directives
+        self.targets = targets
         self.date = date
         self.varyNames = StoredResponse.varyNames(of: fields)
         self.correctedInitialAge = max(apparentAge, TimeInterval(ageValue) + responseDelay)
@@ -89,7 +106,7 @@ final class FreshnessFacts: Sendable, Equatable {
         let explicitLifetime: TimeInterval?
         if let maxAge = directives.maxAge {
             explicitLifetime = TimeInterval(maxAge)
-        } else if !fields[values: .expires].isEmpty {
+        } else if !isTargeted, !fields[values: .expires].isEmpty {
             let expires = fields[values: .expires]
             if expires.count == 1, let expiry = HTTPDate.parse(expires[0], now: responseTime) {
                 explicitLifetime = max(0, expiry.timeIntervalSince(date))
@@ -104,8 +121,22 @@ final class FreshnessFacts: Sendable, Equatable {
         self.sharedLifetime = directives.sharedMaxAge.map(TimeInterval.init) ?? privateLifetime
     }
 
+    /// The value of `Age` (RFC 9111 §5.1): the first member of the field lines read as one list,
+    /// the others discarded, or `nil` if there is none or it is not a non-negative integer (the
+    /// field is then ignored, as if absent). A value too large to hold counts as 2³¹ seconds.
+    static func age(_ values: [String]) -> Int? {
+        for value in values {
+            // Empty list elements do not count as members (RFC 9110 §5.6.1.2).
+            for member in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let member = member.trimmingWhitespace()
+                if !member.isEmpty { return CacheControl.deltaSeconds(member) }
+            }
+        }
+        return nil
+    }
+
     static func == (left: FreshnessFacts, right: FreshnessFacts) -> Bool {
-        left.directives == right.directives && left.date == right.date
+        left.directives == right.directives && left.targets == right.targets && left.date == right.date
             && left.correctedInitialAge == right.correctedInitialAge && left.privateLifetime == right.privateLifetime
             && left.sharedLifetime == right.sharedLifetime && left.varyNames == right.varyNames
     }

@@ -35,12 +35,12 @@ public struct StoredResponse: Sendable, Hashable {
             _ requestTime: Date,
             _ responseTime: Date,
             _ varyingFields: [VaryingField],
-            facts: FreshnessFacts? = nil
+            facts: FreshnessFacts
         ) {
             self.requestTime = requestTime
             self.responseTime = responseTime
             self.varyingFields = varyingFields
-            self.facts = facts ?? FreshnessFacts(response, requestTime, responseTime)
+            self.facts = facts
             self.headCost = response.headerFields.reduce(256) {
                 $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 32
             }
@@ -81,26 +81,44 @@ public struct StoredResponse: Sendable, Hashable {
     /// The status and header fields, without the fields a cache must not store.
     public var response: HTTPResponse {
         get { self.storage.response }
-        set { self.storage = Storage(newValue, self.requestTime, self.responseTime, self.varyingFields) }
+        set {
+            self.storage = Self.storage(newValue, self.requestTime, self.responseTime, self.varyingFields, self.targets)
+        }
     }
     /// When the request that brought the response was sent (RFC 9111 §4.2.3's `request_time`).
     public var requestTime: Date {
         get { self.storage.requestTime }
-        set { self.storage = Storage(self.response, newValue, self.responseTime, self.varyingFields) }
+        set {
+            self.storage = Self.storage(self.response, newValue, self.responseTime, self.varyingFields, self.targets)
+        }
     }
     /// When the response was received (`response_time`).
     public var responseTime: Date {
         get { self.storage.responseTime }
-        set { self.storage = Storage(self.response, self.requestTime, newValue, self.varyingFields) }
+        set { self.storage = Self.storage(self.response, self.requestTime, newValue, self.varyingFields, self.targets) }
     }
-    /// For each field name that `Vary` lists (lowercased), the request's value, normalized, or
-    /// `nil` if the request had no such field.
+    /// For each field name that `Vary` lists (lowercased), the request's value, normalized (see
+    /// ``VaryingField/value``), or `nil` if the request had no such field.
     public var varyingFields: [VaryingField] {
         get { self.storage.varyingFields }
-        set { self.storage = Storage(self.response, self.requestTime, self.responseTime, newValue) }
+        set { self.storage = Self.storage(self.response, self.requestTime, self.responseTime, newValue, self.targets) }
     }
     /// What freshness depends on, read from the head once rather than on every use.
     var facts: FreshnessFacts { self.storage.facts }
+    /// The targeted cache-control fields the facts were computed with.
+    private var targets: [HTTPField.Name] { self.storage.facts.targets }
+
+    /// Storage whose facts are computed from the other parts.
+    private static func storage(
+        _ response: HTTPResponse,
+        _ requestTime: Date,
+        _ responseTime: Date,
+        _ varyingFields: [VaryingField],
+        _ targets: [HTTPField.Name]
+    ) -> Storage {
+        let facts = FreshnessFacts(response, requestTime, responseTime, targets: targets)
+        return Storage(response, requestTime, responseTime, varyingFields, facts: facts)
+    }
     /// The status code, known without decoding the head.
     var statusCode: Int { self.storage.statusCode }
     /// Roughly the memory the head takes: 256 bytes, and each field's name and value with 32
@@ -111,8 +129,15 @@ public struct StoredResponse: Sendable, Hashable {
     public struct VaryingField: Sendable, Hashable {
         /// The field name, lowercased.
         public var name: String
-        /// The request's field lines joined with ", " and their whitespace collapsed, or `nil`
-        /// if the request had none.
+        /// The request's field lines read as one list, normalized, or `nil` if the request had
+        /// none (RFC 9110 §12.5.5, RFC 9111 §4.1).
+        ///
+        /// The members are joined with ", ", without the whitespace around them, and each run
+        /// of whitespace outside quoted strings made one space. `Accept-Encoding`,
+        /// `Accept-Language` and `Accept-Charset`, lists of case-insensitive members whose order
+        /// does not matter, are also lowercased, stripped of whitespace, without empty members,
+        /// and sorted: `BR,gzip` and `gzip, br` are one value. Other fields keep their case and
+        /// order.
         public var value: String?
 
         /// Creates a varying field.
@@ -126,19 +151,43 @@ public struct StoredResponse: Sendable, Hashable {
     ///
     /// The fields that RFC 9111 §3.1 says not to store (`Connection`, the fields it names, and
     /// the other hop-by-hop fields) are dropped.
-    public init(request: HTTPRequest, response: HTTPResponse, requestTime: Date, responseTime: Date) {
+    ///
+    /// - Parameters:
+    ///   - request: The request the response answers, whose values of the fields that `Vary`
+    ///     names are kept.
+    ///   - response: The response.
+    ///   - requestTime: When the request was sent.
+    ///   - responseTime: When the response was received.
+    ///   - targetedFields: The targeted cache-control fields whose directives replace
+    ///     `Cache-Control` and `Expires` when the response has one (RFC 9213): pass the rules'
+    ///     ``CacheRules/targetedFields``. They are kept with the response, so that a 304 that
+    ///     freshens it is read the same way. Default: none.
+    public init(
+        request: HTTPRequest,
+        response: HTTPResponse,
+        requestTime: Date,
+        responseTime: Date,
+        targetedFields: [HTTPField.Name] = []
+    ) {
         var response = response
         response.headerFields = Self.storableFields(of: response.headerFields)
         // The facts read `Vary` once, for both.
-        let facts = FreshnessFacts(response, requestTime, responseTime)
+        let facts = FreshnessFacts(response, requestTime, responseTime, targets: targetedFields)
         let varyingFields = (facts.varyNames ?? []).map { name in
             VaryingField(name: name, value: Self.normalizedValue(of: name, in: request.headerFields))
         }
         self.storage = Storage(response, requestTime, responseTime, varyingFields, facts: facts)
     }
 
-    init(response: HTTPResponse, requestTime: Date, responseTime: Date, varyingFields: [VaryingField]) {
-        self.storage = Storage(response, requestTime, responseTime, varyingFields)
+    /// A response whose facts are computed from its parts, with the targeted fields `targets`.
+    init(
+        response: HTTPResponse,
+        requestTime: Date,
+        responseTime: Date,
+        varyingFields: [VaryingField],
+        targets: [HTTPField.Name] = []
+    ) {
+        self.storage = Self.storage(response, requestTime, responseTime, varyingFields, targets)
     }
 
     /// A response read from metadata whose head is decoded when it is first read.
@@ -150,7 +199,8 @@ public struct StoredResponse: Sendable, Hashable {
     public static func == (left: StoredResponse, right: StoredResponse) -> Bool {
         left.storage === right.storage
             || (left.response == right.response && left.requestTime == right.requestTime
-                && left.responseTime == right.responseTime && left.varyingFields == right.varyingFields)
+                && left.responseTime == right.responseTime && left.varyingFields == right.varyingFields
+                && left.targets == right.targets)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -158,10 +208,12 @@ public struct StoredResponse: Sendable, Hashable {
         hasher.combine(self.requestTime)
         hasher.combine(self.responseTime)
         hasher.combine(self.varyingFields)
+        hasher.combine(self.targets)
     }
 
-    /// Whether `request` selects this response: it has the same values for every field that
-    /// `Vary` names (RFC 9111 §4.1). A response with `Vary: *` matches no request.
+    /// Whether `request` selects this response: it has the same values, normalized (see
+    /// ``VaryingField/value``), for every field that `Vary` names (RFC 9111 §4.1). A response
+    /// with `Vary: *` matches no request.
     public func matches(_ request: HTTPRequest) -> Bool {
         let storage = self.storage
         // Most responses do not vary: no field to read.
@@ -169,31 +221,6 @@ public struct StoredResponse: Sendable, Hashable {
         return storage.varyingFields.allSatisfy { field in
             Self.normalizedValue(of: field.name, in: request.headerFields) == field.value
         }
-    }
-
-    // MARK: - Vary
-
-    /// The lowercased field names that `Vary` lists, or `nil` if it lists `*`.
-    static func varyNames(of fields: HTTPFields) -> [String]? {
-        var names: [String] = []
-        for value in fields[values: .vary] {
-            for name in value.split(separator: ",") {
-                let name = name.trimmingWhitespace().lowercased()
-                if name == "*" { return nil }
-                if !name.isEmpty, !names.contains(name) { names.append(name) }
-            }
-        }
-        return names
-    }
-
-    /// The request's lines of field `name` joined with ", ", each with runs of whitespace made
-    /// one space; `nil` if there are none or `name` is not a field name.
-    static func normalizedValue(of name: String, in fields: HTTPFields) -> String? {
-        guard let fieldName = HTTPField.Name(name) else { return nil }
-        let values = fields[values: fieldName]
-        guard !values.isEmpty else { return nil }
-        return values.map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
-            .joined(separator: ", ")
     }
 
     // MARK: - Fields not stored

@@ -447,7 +447,8 @@ public final class ResourceLoader: Sendable {
             request: request,
             response: reply.response,
             requestTime: requestTime,
-            responseTime: responseTime
+            responseTime: responseTime,
+            targetedFields: rules.targetedFields
         )
         let expected = Self.announcedLength(of: reply.response, to: sent)
         // A body announced as larger than the largest entry is not stored: refused up front.

@@ -18,9 +18,48 @@ struct CacheRulesFreshnessTests {
         #expect(Messages.stored(200, [("Age", "1"), ("Date", Messages.date(-50))]).age(at: Messages.at(0)) == 50)
     }
 
-    @Test("an Age that is not one non-negative integer is ignored", arguments: ["-5", "abc", "1, 2", "1.5"])
+    @Test(
+        "an Age whose first member is not a non-negative integer is ignored (§5.1)",
+        arguments: ["-5", "abc", "1.5", "", " ", "-1, 5", "abc, 5", "1.5, 5", "+5", "0x10", "5 s"]
+    )
     func invalidAge(value: String) {
         #expect(Messages.stored(200, [("Age", value)]).age(at: Messages.at(0)) == 0)
+        // Ignored means absent: no older, and no fresher, than without Age.
+        let pairs = [("Cache-Control", "max-age=60"), ("Date", Messages.date(-5))]
+        let withAge = Messages.stored(200, pairs + [("Age", value)], delay: 2)
+        let without = Messages.stored(200, pairs, delay: 2)
+        #expect(withAge.age(at: Messages.at(30)) == without.age(at: Messages.at(30)))
+        #expect(
+            self.rules.decision(for: Messages.request(), stored: withAge, at: Messages.at(54))
+                == self.rules.decision(for: Messages.request(), stored: without, at: Messages.at(54))
+        )
+    }
+
+    @Test(
+        "a list-valued Age counts its first member (§5.1)",
+        arguments: [
+            [("Age", "5, 10")], [("Age", "5,10")], [("Age", " 5 , abc")], [("Age", "5"), ("Age", "10")],
+            [("Age", "5"), ("Age", "-1")], [("Age", ", 5, 10")],
+        ]
+    )
+    func listAge(pairs: [(String, String)]) {
+        #expect(Messages.stored(200, pairs).age(at: Messages.at(0)) == 5)
+        #expect(Messages.stored(200, pairs).age(at: Messages.at(7)) == 12)
+    }
+
+    @Test("a very large Age counts as 2³¹ seconds", arguments: ["2147483649", "99999999999999999999999999, 1"])
+    func largeAge(value: String) {
+        #expect(Messages.stored(200, [("Age", value)]).age(at: Messages.at(0)) == 2_147_483_648)
+    }
+
+    @Test("a Date that is not an HTTP-date counts as absent: the time the response arrived is used")
+    func invalidDate() {
+        // An hour before arrival, but in a form RFC 9110 does not have.
+        let pairs = [("Date", "Fri, 15 Jan 27 07:00:00 GMT"), ("Expires", Messages.date(60))]
+        let stored = Messages.stored(200, pairs)
+        #expect(stored.date == Messages.at(0))
+        #expect(stored.age(at: Messages.at(0)) == 0)
+        #expect(stored.freshnessLifetime(isShared: false) == 60)
     }
 
     @Test("max-age is the lifetime, before Expires")
@@ -52,6 +91,8 @@ struct CacheRulesFreshnessTests {
         "an invalid Expires, or two, means already expired",
         arguments: [
             [("Expires", "0")], [("Expires", "yesterday")],
+            // Not HTTP-dates by RFC 9110's grammar, though close: a two-digit year, a dash.
+            [("Expires", "Sun, 06 Nov 94 08:49:37 GMT")], [("Expires", "Fri, 15-Jan-2027 09:00:00 GMT")],
             [("Expires", Messages.date(60)), ("Expires", Messages.date(90))],
         ]
     )

@@ -57,6 +57,57 @@ struct HTTPDateTests {
         #expect(HTTPDate.parse(text) == nil)
     }
 
+    @Test(
+        "only the grammar of each form is a date (RFC 9110 §5.6.7)",
+        arguments: [
+            // A two-digit year outside RFC 850, a four-digit one in it.
+            "Sun, 06 Nov 94 08:49:37 GMT", "Sun Nov  6 08:49:37 94", "Sunday, 06-Nov-1994 08:49:37 GMT",
+            // A comma missing, or where asctime has none.
+            "Sun 06 Nov 1994 08:49:37 GMT", "Sunday 06-Nov-94 08:49:37 GMT", "Sun, Nov  6 08:49:37 1994",
+            // Spaces extra, missing, or tabs.
+            "Sun,  06 Nov 1994 08:49:37 GMT", "Sun,06 Nov 1994 08:49:37 GMT", "Sun, 06  Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994  08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37  GMT", "Sun, 06 Nov 1994 08:49:37GMT",
+            "Sun,\t06 Nov 1994 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun  Nov  6 08:49:37 1994",
+            "Sunday,  06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-94  08:49:37 GMT",
+            // Dashes outside RFC 850, spaces in it.
+            "Sun, 06-Nov-1994 08:49:37 GMT", "Sun, 06-Nov-94 08:49:37 GMT", "Sunday, 06 Nov 94 08:49:37 GMT",
+            // The day name of another form.
+            "Sunday, 06 Nov 1994 08:49:37 GMT", "Sunday Nov  6 08:49:37 1994", "Sun, 06-Nov-94 08:49:37 GMT",
+            "Sund, 06 Nov 1994 08:49:37 GMT", "Sundays, 06-Nov-94 08:49:37 GMT",
+            // A one-digit day or time field, a zone other than GMT, and a date in asctime with a zone.
+            "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 Nov 1994 08:49:37 +0000", "Sun Nov  6 08:49:37 1994 GMT", "Sunday, 06-Nov-94 08:49:37 UTC",
+            // Out of range, or signs and other characters where digits go.
+            "Sun, 32 Dec 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:61 GMT", "Sun Nov 31 08:49:37 1994",
+            "Sun Nov  0 08:49:37 1994", "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08.49.37 GMT",
+            "Sun, 06 Nov 1994 08:49:3a GMT", "Sunday, 06-Nov-9x 08:49:37 GMT",
+        ]
+    )
+    func notTheGrammar(text: String) {
+        #expect(HTTPDate.parse(text, now: Messages.start) == nil)
+    }
+
+    @Test(
+        "names and GMT in any case (RFC 9111 §4.2), asctime's day in two digits, spaces around the value",
+        arguments: [
+            "sun, 06 nov 1994 08:49:37 gmt", "SUNDAY, 06-NOV-94 08:49:37 GMT", "Sun Nov 06 08:49:37 1994",
+            " Sun, 06 Nov 1994 08:49:37 GMT\t", "Sun, 06 Nov 1994 08:49:37 GMT ",
+        ]
+    )
+    func tolerated(text: String) {
+        #expect(HTTPDate.parse(text, now: Messages.start) == Self.example)
+    }
+
+    @Test("each long day name is read in RFC 850, each short one in the other forms")
+    func dayNames() {
+        let long = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+        for name in long {
+            #expect(HTTPDate.parse("\(name), 06-Nov-94 08:49:37 GMT", now: Messages.start) == Self.example)
+            #expect(HTTPDate.parse("\(name.prefix(3)), 06 Nov 1994 08:49:37 GMT") == Self.example)
+            #expect(HTTPDate.parse("\(name.prefix(3)) Nov  6 08:49:37 1994") == Self.example)
+        }
+    }
+
     @Test("a leap year's 29 February and a leap second are read")
     func edges() {
         #expect(HTTPDate.parse("Tue, 29 Feb 2028 00:00:00 GMT") != nil)

@@ -45,7 +45,7 @@ struct StoredResponseTests {
         for (status, pairs) in heads {
             let stored = Messages.stored(status, pairs, delay: 2)
             let decoded = try #require(StoredResponse(decoding: stored.encoded()))
-            let recomputed = FreshnessFacts(decoded.response, decoded.requestTime, decoded.responseTime)
+            let recomputed = FreshnessFacts(decoded.response, decoded.requestTime, decoded.responseTime, targets: [])
             #expect(decoded.facts == stored.facts, "\(pairs)")
             #expect(decoded.facts == recomputed, "\(pairs)")
             #expect(decoded == stored)
