@@ -53,6 +53,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the origin's answer to begin, and at most between two pieces of its body.")
     var timeout: Double = 30
 
+    @Flag(
+        name: .customLong("ignore-targeted-cache-control"),
+        help: "Ignore Cachalot-Cache-Control and CDN-Cache-Control (RFC 9213), obeying Cache-Control alone."
+    )
+    var ignoresTargetedFields = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         try GlobalOptions.validateTimeout(self.timeout)
@@ -92,7 +98,10 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "cachalot.serve") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = self.options.quiet ? .warning : .info
         let disk = try options.openCache()
-        var loaderConfiguration = ResourceLoader.Configuration(rules: .sharedCache)
+        let targets = self.ignoresTargetedFields ? [] : CacheServer.targetedFields
+        var loaderConfiguration = ResourceLoader.Configuration(
+            rules: CacheRules(isShared: true, targetedFields: targets)
+        )
         loaderConfiguration.maximumRedirects = 0
         loaderConfiguration.memoryCostLimit = memory.bytes
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.

@@ -1,5 +1,6 @@
 import Cachalot
 import Foundation
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -13,7 +14,10 @@ import Synchronization
 ///
 /// ```swift
 /// let loader = try ResourceLoader(
-///     configuration: .init(rules: .sharedCache, maximumRedirects: 0),
+///     configuration: .init(
+///         rules: CacheRules(isShared: true, targetedFields: CacheServer.targetedFields),
+///         maximumRedirects: 0
+///     ),
 ///     transport: AsyncHTTPClientTransport(),
 ///     disk: DiskCache(directory: cacheDirectory)
 /// )
@@ -46,6 +50,14 @@ public final class CacheServer: Service, Sendable {
         /// When requests still in flight at shutdown are cut off.
         var deadline: Scheduled<Void>?
     }
+
+    /// The targeted cache-control fields (RFC 9213) a proxy obeys, most specific first: our own
+    /// `Cachalot-Cache-Control`, then `CDN-Cache-Control`. Give them to the loader's rules
+    /// (``CacheRules/targetedFields``) so that, where an origin sends one, it governs this cache
+    /// instead of `Cache-Control` and `Expires`.
+    public static let targetedFields: [HTTPField.Name] = [
+        HTTPField.Name("Cachalot-Cache-Control")!, HTTPField.Name("CDN-Cache-Control")!,
+    ]
 
     /// The addresses the server listens on, once it does.
     public struct Addresses: Sendable {

@@ -45,16 +45,21 @@ struct ProxyResponder: Responder {
             return true
         }
         let status = CacheStatus(name: self.configuration.name, answer: answer)
-        var response = answer.response
-        response.headerFields = self.responseFields(response.headerFields, cacheStatus: status)
-        try await writer.head(response)
+        let (response, body) = self.reply(to: head, with: answer)
+        try await writer.head(self.responseFields(of: response, cacheStatus: status, length: answer.length))
         var sent = 0
-        if head.method == .HEAD {
+        switch body {
+        case .none:
             try await writer.end()
-            // The GET sent for a HEAD is read to its end, so that it is stored.
-            if answer.isStoring { for try await _ in answer.body {} }
-        } else {
+            try await Self.finishStoring(answer)
+        case .whole:
             for try await piece in answer.body {
+                try await writer.body(piece)
+                sent += piece.count
+            }
+            try await writer.end()
+        case .partial(let partial):
+            try await partial.relay(answer.body) { piece in
                 try await writer.body(piece)
                 sent += piece.count
             }
@@ -63,6 +68,74 @@ struct ProxyResponder: Responder {
         self.log(head, status: response.status.code, cacheStatus: status.description, bytes: sent, since: started)
         // An HTTP/1.0 client learns where a body of unknown length ends by the connection closing.
         return head.version.minor >= 1 || response.headerFields[.contentLength] != nil
+    }
+
+    /// What a response carries to the client.
+    private enum Body {
+        /// None: the answer to a `HEAD`, a 304, 412 or 416 made by the proxy.
+        case none
+        /// The answer's body as it is.
+        case whole
+        /// Some ranges of it.
+        case partial(PartialContent)
+    }
+
+    /// The response to send for `answer`: the answer itself, or what the client's own
+    /// preconditions and `Range` make of it (RFC 9110 §13.2.2: preconditions first, then the
+    /// range), from the whole representation.
+    private func reply(to head: HTTPRequestHead, with answer: ResourceStream) -> (HTTPResponse, Body) {
+        let response = answer.response
+        guard head.method == .GET || head.method == .HEAD, (200..<300).contains(response.status.code) else {
+            return (response, head.method == .HEAD ? .none : .whole)
+        }
+        let client = Self.clientRequest(head)
+        switch Preconditions.evaluate(client, against: response) {
+        case .notModified:
+            return (Preconditions.notModified(from: response), .none)
+        case .preconditionFailed:
+            return (HTTPResponse(status: .preconditionFailed, headerFields: [.contentLength: "0"]), .none)
+        case .proceed:
+            break
+        }
+        guard head.method == .GET else { return (response, .none) }
+        switch ByteRanges.evaluate(client, response: response, length: answer.length) {
+        case .whole:
+            return (response, .whole)
+        case .unsatisfiable:
+            var refusal = HTTPResponse(status: .rangeNotSatisfiable, headerFields: [.contentLength: "0"])
+            refusal.headerFields[.contentRange] = "bytes */\(answer.length ?? 0)"
+            return (refusal, .none)
+        case .partial(let ranges):
+            let partial = PartialContent(
+                ranges: ranges,
+                length: answer.length ?? 0,
+                contentType: response.headerFields[.contentType]
+            )
+            return (partial.response(from: response), .partial(partial))
+        }
+    }
+
+    /// The client's request as it came, for its preconditions and `Range`.
+    private static func clientRequest(_ head: HTTPRequestHead) -> HTTPRequest {
+        var fields = HTTPFields()
+        for (name, value) in head.headers {
+            guard let name = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: name, value: value))
+        }
+        return HTTPRequest(
+            method: HTTPRequest.Method(head.method.rawValue) ?? .get,
+            scheme: nil,
+            authority: nil,
+            path: head.uri,
+            headerFields: fields
+        )
+    }
+
+    /// Reads the rest of a body whose client does not want it (a `HEAD`, a 304), so that it is
+    /// stored: only if it is being stored and its length is known, which bounds the reading.
+    private static func finishStoring(_ answer: ResourceStream) async throws {
+        guard answer.isStoring, answer.length != nil else { return }
+        for try await _ in answer.body {}
     }
 
     // MARK: - The request
@@ -164,14 +237,18 @@ struct ProxyResponder: Responder {
 
     // MARK: - The response
 
-    /// The answer's fields as the client gets them: hop-by-hop fields removed, `Date` if the
-    /// origin sent none, `Via`, and the proxy's `Cache-Status` after any from farther caches.
-    private func responseFields(_ fields: HTTPFields, cacheStatus: CacheStatus) -> HTTPFields {
-        var fields = ForwardedFields.removingHopByHop(fields)
+    /// `response` as the client gets it: hop-by-hop fields removed, `Date` if the origin sent
+    /// none, `Accept-Ranges` on a 200 whose `length` is known, `Via`, and the proxy's
+    /// `Cache-Status` after any from farther caches.
+    private func responseFields(of response: HTTPResponse, cacheStatus: CacheStatus, length: Int?) -> HTTPResponse {
+        var response = response
+        var fields = ForwardedFields.removingHopByHop(response.headerFields)
         if fields[.date] == nil { fields[.date] = HTTPDate.format(Date()) }
+        if response.status.code == 200, length != nil, fields[.acceptRanges] == nil { fields[.acceptRanges] = "bytes" }
         ForwardedFields.addingVia("1.1 \(self.configuration.name)", to: &fields)
         fields.append(HTTPField(name: .cacheStatus, value: cacheStatus.description))
-        return fields
+        response.headerFields = fields
+        return response
     }
 
     /// The status and `Cache-Status` detail for a load that failed before a response head.

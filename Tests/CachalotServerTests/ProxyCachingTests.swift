@@ -176,3 +176,50 @@ struct ProxyCachingTests {
         try await proxy.stop()
     }
 }
+
+@Suite("Targeted cache-control fields (RFC 9213)")
+struct ProxyTargetedFieldTests {
+    static func origin() async throws -> TestOrigin {
+        try await TestOrigin.start { request in
+            switch request.path ?? "" {
+            case "/cdn":
+                .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")], body: "cdn")
+            case "/ours":
+                .init(
+                    fields: [
+                        ("Cache-Control", "max-age=60"), ("CDN-Cache-Control", "max-age=60"),
+                        ("Cachalot-Cache-Control", "no-store"),
+                    ],
+                    body: "ours"
+                )
+            default:
+                .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60, ,,=")], body: "bad")
+            }
+        }
+    }
+
+    @Test("CDN-Cache-Control takes precedence over Cache-Control, and Cachalot-Cache-Control over both")
+    func precedence() async throws {
+        let origin = try await Self.origin()
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/cdn")
+        let cdn = try await proxy.send("/cdn")
+        #expect(cdn.cacheStatus.hasPrefix("cachalot; hit"))
+        // The field is relayed as the origin sent it.
+        #expect(cdn.headers["cdn-cache-control"] == ["max-age=60"])
+        _ = try await proxy.send("/ours")
+        #expect(try await proxy.send("/ours").cacheStatus.contains("fwd=miss"))
+        // An invalid targeted field is ignored: Cache-Control's no-store rules.
+        _ = try await proxy.send("/invalid")
+        #expect(try await proxy.send("/invalid").cacheStatus.contains("fwd=miss"))
+        try await proxy.stop()
+    }
+
+    @Test("With targeted fields off, Cache-Control alone governs")
+    func off() async throws {
+        let proxy = try await ProxyHarness(origin: try await Self.origin(), targetedFields: [])
+        _ = try await proxy.send("/cdn")
+        #expect(try await proxy.send("/cdn").cacheStatus.contains("fwd=miss"))
+        try await proxy.stop()
+    }
+}

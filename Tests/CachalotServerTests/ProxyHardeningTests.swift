@@ -104,12 +104,13 @@ struct ProxyHardeningTests {
 
     @Test("An origin that cannot be reached gives 502, one that does not answer in time 504")
     func originFailures() async throws {
-        let unreachable = try await TestOrigin.start { _ in .init(body: "gone") }
-        unreachable.stop()
-        let proxy = try await ProxyHarness(origin: unreachable)
+        // Port 1 (tcpmux) has no listener here: a stopped origin's port could be taken by another test's.
+        let unused = try await TestOrigin.start { _ in .init(body: "never asked") }
+        let proxy = try await ProxyHarness(origin: unused) { $0.origin = URL(string: "http://127.0.0.1:1/")! }
         let refused = try await proxy.send("/a")
         #expect(refused.status == 502)
         #expect(refused.cacheStatus == "cachalot; fwd=miss; detail=origin-unreachable")
+        #expect(unused.requests.isEmpty)
         try await proxy.stop()
 
         let gate = Gate()

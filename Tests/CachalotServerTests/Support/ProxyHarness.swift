@@ -5,6 +5,7 @@ import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
 import Foundation
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -53,12 +54,16 @@ final class ProxyHarness: Sendable {
         origin: TestOrigin,
         configure: (inout CacheServer.Configuration) -> Void = { _ in },
         originTimeout: Duration = .seconds(30),
-        memoryCostLimit: Int? = 0
+        memoryCostLimit: Int? = 0,
+        targetedFields: [HTTPField.Name] = CacheServer.targetedFields
     ) async throws {
         self.origin = origin
         self.directory = try TemporaryDirectory()
         self.disk = try DiskCache(directory: self.directory.url.appending(path: "cache"))
-        var loaderConfiguration = ResourceLoader.Configuration(rules: .sharedCache, memoryCostLimit: memoryCostLimit)
+        var loaderConfiguration = ResourceLoader.Configuration(
+            rules: CacheRules(isShared: true, targetedFields: targetedFields),
+            memoryCostLimit: memoryCostLimit
+        )
         loaderConfiguration.maximumRedirects = 0
         self.loader = try ResourceLoader(
             configuration: loaderConfiguration,
