@@ -30,6 +30,7 @@ public enum StaleReason: Sendable, Hashable {
     /// Its `stale-while-revalidate` allowed it while it is revalidated in the background.
     case whileRevalidating
     /// The origin could not be reached or answered with a server error, and `stale-if-error`
+    /// allowed it; or it could not be reached, and ``CacheRules/isStaleIfUnreachableEnabled``
     /// allowed it.
     case originError
     /// The cache policy said to use stored data whatever its age

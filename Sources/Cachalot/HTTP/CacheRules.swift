@@ -49,6 +49,15 @@ public struct CacheRules: Sendable, Hashable {
     /// changing the list changes how responses stored after are read, not those stored before.
     public var targetedFields: [HTTPField.Name]
 
+    /// Whether a stale stored response may answer when the origin cannot be reached at all (a
+    /// transport failure, not a 5xx status), as RFC 9111 §4.2.4 allows a disconnected cache to.
+    /// Default: `false` (only `stale-if-error` allows it).
+    ///
+    /// Never where the response forbids serving it stale (`must-revalidate`, `no-cache`, or in
+    /// a shared cache `proxy-revalidate` or `s-maxage`), nor for a request with `no-cache`.
+    /// See ``mayUseStaleWhenUnreachable(_:for:at:)``.
+    public var isStaleIfUnreachableEnabled: Bool
+
     /// Rules for a cache private to one user: apps and the command line.
     public static let privateCache = CacheRules(isShared: false)
     /// Rules for a cache shared between users: a proxy.
@@ -60,9 +69,16 @@ public struct CacheRules: Sendable, Hashable {
     ///   - isShared: Whether the cache is shared between users. Default: `false`.
     ///   - targetedFields: The targeted cache-control fields the cache obeys, most applicable
     ///     first (see ``targetedFields``). Default: none.
-    public init(isShared: Bool = false, targetedFields: [HTTPField.Name] = []) {
+    ///   - isStaleIfUnreachableEnabled: Whether a stale response may answer when the origin
+    ///     cannot be reached (see ``isStaleIfUnreachableEnabled``). Default: `false`.
+    public init(
+        isShared: Bool = false,
+        targetedFields: [HTTPField.Name] = [],
+        isStaleIfUnreachableEnabled: Bool = false
+    ) {
         self.isShared = isShared
         self.targetedFields = targetedFields
+        self.isStaleIfUnreachableEnabled = isStaleIfUnreachableEnabled
     }
 
     // MARK: - Storing (§3)
@@ -165,6 +181,17 @@ public struct CacheRules: Sendable, Hashable {
         let window = max(directives.staleIfError ?? -1, Self.requestDirectives(request).staleIfError ?? -1)
         guard window >= 0 else { return false }
         return stored.age(at: now) - stored.freshnessLifetime(isShared: self.isShared) <= TimeInterval(window)
+    }
+
+    /// Whether the stale `stored` response may answer `request` at `now` because the origin could
+    /// not be reached: if ``mayUseStaleOnError(_:for:at:)`` allows it, or, with
+    /// ``isStaleIfUnreachableEnabled``, whatever its age, unless the response forbids serving
+    /// it stale (§4.2.4) or the request has `no-cache` (or `Pragma: no-cache`).
+    public func mayUseStaleWhenUnreachable(_ stored: StoredResponse, for request: HTTPRequest, at now: Date) -> Bool {
+        if self.mayUseStaleOnError(stored, for: request, at: now) { return true }
+        guard self.isStaleIfUnreachableEnabled else { return false }
+        let directives = stored.cacheControl
+        return !self.forbidsStale(directives) && !directives.isNoCache && !Self.requestDirectives(request).isNoCache
     }
 
     /// Whether the response's directives forbid serving it stale (§4.2.4).

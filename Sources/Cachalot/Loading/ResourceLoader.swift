@@ -408,7 +408,7 @@ public final class ResourceLoader: Sendable {
         } catch {
             try Task.checkCancellation()
             let now = self.now()
-            if let cached, rules.mayUseStaleOnError(cached.stored, for: request, at: now) {
+            if let cached, rules.mayUseStaleWhenUnreachable(cached.stored, for: request, at: now) {
                 self.logger.debug(
                     "The origin failed; answering stale",
                     metadata: ["key": "\(key.string)", "error": "\(error)"]
