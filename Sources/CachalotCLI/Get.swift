@@ -161,6 +161,7 @@ struct Get: AsyncParsableCommand {
         case .stale(.maxStale): "stale (max-stale)"
         case .stale(.whileRevalidating): "stale (revalidating)"
         case .stale(.originError): "stale (origin error)"
+        case .stale(.unreachable): "stale (origin unreachable)"
         case .stale(.policy): "stale (cache policy)"
         case .generated: "not cached"
         }

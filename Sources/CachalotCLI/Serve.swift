@@ -59,6 +59,12 @@ struct Serve: AsyncParsableCommand {
     )
     var ignoresTargetedFields = false
 
+    @Flag(
+        name: .customLong("stale-if-unreachable"),
+        help: "When the origin cannot be reached, answer with a stale stored response unless it forbids it."
+    )
+    var servesStaleIfUnreachable = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         try GlobalOptions.validateTimeout(self.timeout)
@@ -100,7 +106,11 @@ struct Serve: AsyncParsableCommand {
         let disk = try options.openCache()
         let targets = self.ignoresTargetedFields ? [] : CacheServer.targetedFields
         var loaderConfiguration = ResourceLoader.Configuration(
-            rules: CacheRules(isShared: true, targetedFields: targets)
+            rules: CacheRules(
+                isShared: true,
+                targetedFields: targets,
+                isStaleIfUnreachableEnabled: self.servesStaleIfUnreachable
+            )
         )
         loaderConfiguration.maximumRedirects = 0
         loaderConfiguration.memoryCostLimit = memory.bytes

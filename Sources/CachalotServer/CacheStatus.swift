@@ -29,6 +29,9 @@ struct CacheStatus: Sendable, CustomStringConvertible {
         case .stale(.originError):
             self.forward = answer.forwardReason?.rawValue ?? "stale"
             self.detail = "stale-if-error"
+        case .stale(.unreachable):
+            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.detail = "stale-if-unreachable"
         case .revalidated:
             self.forward = answer.forwardReason?.rawValue ?? "stale"
             self.forwardStatus = 304

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Testing
 
 @Suite("Hostile clients and failing origins")
@@ -118,15 +119,54 @@ struct ProxyHardeningTests {
             await gate.wait()
             return .init(body: "late")
         }
-        let timed = try await ProxyHarness(
-            origin: slow,
-            configure: { $0.limits.shutdownGracePeriod = .milliseconds(100) },
-            originTimeout: .milliseconds(200)
-        )
+        let timed = try await ProxyHarness(origin: slow, originTimeout: .milliseconds(200)) {
+            $0.limits.shutdownGracePeriod = .milliseconds(100)
+        }
         let late = try await timed.send("/a")
         #expect(late.status == 504)
         #expect(late.cacheStatus == "cachalot; fwd=miss; detail=origin-timeout")
         gate.open()
         try await timed.stop()
+    }
+}
+
+@Suite("Stale when the origin is unreachable")
+struct ProxyStaleIfUnreachableTests {
+    /// An origin that answers once, then closes every connection without a word: unreachable,
+    /// with no port left for another test's server to take.
+    static func failingOrigin() async throws -> RawOrigin {
+        let answered = Mutex(false)
+        return try await RawOrigin.start { _ in
+            guard !answered.withLock({ $0 }) else { return .init("") }
+            answered.withLock { $0 = true }
+            return .init("HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nContent-Length: 4\r\n\r\nkept")
+        }
+    }
+
+    @Test("With the setting, a stale response answers when the origin is down, and Cache-Status says so")
+    func staleIfUnreachable() async throws {
+        let origin = try await Self.failingOrigin()
+        let proxy = try await ProxyHarness(origin: try await TestOrigin.start(), staleIfUnreachable: true) {
+            $0.origin = origin.url("/")
+        }
+        _ = try await proxy.send("/s")
+        let stale = try await proxy.send("/s")
+        #expect(stale.status == 200)
+        #expect(stale.text == "kept")
+        #expect(stale.cacheStatus.hasPrefix("cachalot; fwd=stale; ttl="))
+        #expect(stale.cacheStatus.hasSuffix("detail=stale-if-unreachable"))
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+        origin.stop()
+    }
+
+    @Test("Without it, the same request gets 502")
+    func offByDefault() async throws {
+        let origin = try await Self.failingOrigin()
+        let proxy = try await ProxyHarness(origin: try await TestOrigin.start()) { $0.origin = origin.url("/") }
+        _ = try await proxy.send("/s")
+        #expect(try await proxy.send("/s").status == 502)
+        try await proxy.stop()
+        origin.stop()
     }
 }

@@ -30,9 +30,11 @@ public enum StaleReason: Sendable, Hashable {
     /// Its `stale-while-revalidate` allowed it while it is revalidated in the background.
     case whileRevalidating
     /// The origin could not be reached or answered with a server error, and `stale-if-error`
-    /// allowed it; or it could not be reached, and ``CacheRules/isStaleIfUnreachableEnabled``
     /// allowed it.
     case originError
+    /// The origin could not be reached, and ``CacheRules/isStaleIfUnreachableEnabled`` allowed
+    /// it (RFC 9111 §4.2.4) where `stale-if-error` did not.
+    case unreachable
     /// The cache policy said to use stored data whatever its age
     /// (``CachePolicy/returnCacheDataElseLoad`` or ``CachePolicy/returnCacheDataDontLoad``).
     case policy

@@ -413,7 +413,8 @@ public final class ResourceLoader: Sendable {
                     "The origin failed; answering stale",
                     metadata: ["key": "\(key.string)", "error": "\(error)"]
                 )
-                return .answered(self.answer(cached, source: .stale(.originError), at: now))
+                let allowed = rules.mayUseStaleOnError(cached.stored, for: request, at: now)
+                return .answered(self.answer(cached, source: .stale(allowed ? .originError : .unreachable), at: now))
             }
             throw LoadError(.transport, "The request to \(key.string) failed: \(error)", underlying: error)
         }

@@ -52,16 +52,21 @@ final class ProxyHarness: Sendable {
 
     init(
         origin: TestOrigin,
-        configure: (inout CacheServer.Configuration) -> Void = { _ in },
         originTimeout: Duration = .seconds(30),
         memoryCostLimit: Int? = 0,
-        targetedFields: [HTTPField.Name] = CacheServer.targetedFields
+        targetedFields: [HTTPField.Name] = CacheServer.targetedFields,
+        staleIfUnreachable: Bool = false,
+        configure: (inout CacheServer.Configuration) -> Void = { _ in }
     ) async throws {
         self.origin = origin
         self.directory = try TemporaryDirectory()
         self.disk = try DiskCache(directory: self.directory.url.appending(path: "cache"))
         var loaderConfiguration = ResourceLoader.Configuration(
-            rules: CacheRules(isShared: true, targetedFields: targetedFields),
+            rules: CacheRules(
+                isShared: true,
+                targetedFields: targetedFields,
+                isStaleIfUnreachableEnabled: staleIfUnreachable
+            ),
             memoryCostLimit: memoryCostLimit
         )
         loaderConfiguration.maximumRedirects = 0

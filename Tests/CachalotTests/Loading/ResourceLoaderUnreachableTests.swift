@@ -39,7 +39,7 @@ struct ResourceLoaderUnreachableTests {
         self.clock.advance(by: 1_000)
         transport.isUnreachable.withLock { $0 = true }
         let served = try await loader.load(origin.url("/s"))
-        #expect(served.source == .stale(.originError) && served.body == Data("kept".utf8))
+        #expect(served.source == .stale(.unreachable) && served.body == Data("kept".utf8))
         await #expect(throws: LoadError.self) { try await loader.load(origin.url("/m")) }
         await #expect(throws: LoadError.self) { try await plain.load(origin.url("/s")) }
         // A server error is no transport failure: answered as it is.
