@@ -12,6 +12,9 @@ import NIOHTTP1
 /// let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk)
 /// ```
 ///
+/// An idempotent request (`GET`, `HEAD`, `PUT`, `DELETE`…) that meets a pooled connection the
+/// origin has just closed is sent once more on a new connection, instead of failing.
+///
 /// It does no caching of its own, never follows a redirect (the loader does, so that each hop
 /// is cached under its own URL), and leaves bodies exactly as the origin sent them: nothing is
 /// decompressed, and `Accept-Encoding` is sent only if the request has it. The cache stores
@@ -74,7 +77,16 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             outgoing.headers.add(name: field.name.rawName, value: field.value)
         }
         if let body { outgoing.body = .bytes(ByteBuffer(data: body)) }
-        let response = try await self.client.execute(outgoing, timeout: .nanoseconds(Self.nanoseconds(self.timeout)))
+        let timeout = TimeAmount.nanoseconds(Self.nanoseconds(self.timeout))
+        let response: HTTPClientResponse
+        do {
+            response = try await self.client.execute(outgoing, timeout: timeout)
+        } catch let error as HTTPClientError where error == .remoteConnectionClosed && Self.isIdempotent(request.method)
+        {
+            // The origin closed a pooled connection as the request went out on it (an idle
+            // timeout of its own): the request may be sent again, once, on a new connection.
+            response = try await self.client.execute(outgoing, timeout: timeout)
+        }
         guard response.history.count <= 1 else {
             throw LoadError(
                 .transport,
@@ -98,6 +110,12 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             headerFields: fields
         )
         return HTTPTransportResponse(response: head, body: HTTPBody(response.body) { Data(buffer: $0) })
+    }
+
+    /// Whether a request with `method` may be sent twice with the effect of once (RFC 9110
+    /// §9.2.2).
+    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+        [.get, .head, .options, .trace, .put, .delete].contains(method)
     }
 
     /// The request's URL, checked for what AsyncHTTPClient and SwiftNIO trap on or cannot send:

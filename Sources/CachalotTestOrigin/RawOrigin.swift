@@ -22,6 +22,10 @@ public final class RawOrigin: Sendable {
         /// Keeps the connection open after sending, until the client closes it: a body that
         /// stalls.
         public var staysOpen = false
+        /// Reads the next request on the same connection after sending: a keep-alive
+        /// connection. An empty reply to that request then closes it unanswered, as an origin
+        /// that closes an idle connection just as the client reuses it.
+        public var keepsServing = false
 
         /// Creates an answer of `text`'s UTF-8 bytes.
         public init(_ text: String, staysOpen: Bool = false) {
@@ -109,6 +113,7 @@ public final class RawOrigin: Sendable {
                 if reply.staysOpen {
                     try await connection.channel.closeFuture.get()
                 }
+                if reply.keepsServing { continue }
                 return
             }
         }

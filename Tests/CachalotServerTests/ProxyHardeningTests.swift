@@ -170,3 +170,29 @@ struct ProxyStaleIfUnreachableTests {
         origin.stop()
     }
 }
+
+@Suite("Pooled origin connections")
+struct ProxyPooledConnectionTests {
+    @Test("A GET that meets an origin connection closed under it is retried once, not answered 502")
+    func retried() async throws {
+        let count = Mutex(0)
+        let origin = try await RawOrigin.start { _ in
+            let number = count.withLock { count in
+                count += 1
+                return count
+            }
+            var reply = RawOrigin.Reply("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 2\r\n\r\nok")
+            if number == 1 { reply.keepsServing = true }
+            if number == 2 { reply = RawOrigin.Reply("") }
+            return reply
+        }
+        let proxy = try await ProxyHarness(origin: try await TestOrigin.start()) { $0.origin = origin.url("/") }
+        #expect(try await proxy.send("/a").text == "ok")
+        let second = try await proxy.send("/a")
+        #expect(second.status == 200)
+        #expect(second.text == "ok")
+        #expect(origin.requests.count == 3)
+        try await proxy.stop()
+        origin.stop()
+    }
+}

@@ -5,6 +5,7 @@ import CachalotTesting
 import CachalotURLSession
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 
 @testable import Cachalot
@@ -150,5 +151,67 @@ struct TransportTests {
         }
         await loader.waitForBackgroundWork()
         try await client.shutdown()
+    }
+}
+
+@Suite("AsyncHTTPClientTransport and closed pooled connections")
+struct PooledConnectionRetryTests {
+    /// Answers the first request on a connection it keeps open, closes that connection unanswered at
+    /// the second, and answers whatever comes on a new connection.
+    static func origin() async throws -> RawOrigin {
+        let count = Mutex(0)
+        return try await RawOrigin.start { _ in
+            let number = count.withLock { count in
+                count += 1
+                return count
+            }
+            var reply = RawOrigin.Reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            if number == 1 { reply.keepsServing = true }
+            if number == 2 { reply = RawOrigin.Reply("") }
+            return reply
+        }
+    }
+
+    /// Runs `body` with a transport on a client of its own, shut down whatever `body` does.
+    static func withTransport(_ body: (AsyncHTTPClientTransport) async throws -> Void) async throws {
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.clientConfiguration()
+        )
+        do {
+            try await body(AsyncHTTPClientTransport(client: client))
+        } catch {
+            try await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    @Test("an idempotent request that meets a connection the origin closed is sent once more, on a new one")
+    func retriesIdempotent() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        try await Self.withTransport { transport in
+            for _ in 0..<2 {
+                let reply = try await transport.send(HTTPRequest(method: .get, url: origin.url("/a")), body: nil)
+                var body = Data()
+                for try await piece in reply.body { body.append(piece) }
+                #expect(body == Data("ok".utf8))
+            }
+        }
+        #expect(origin.requests.count == 3)
+    }
+
+    @Test("a POST that meets a closed connection is not sent again")
+    func doesNotRetryPost() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        try await Self.withTransport { transport in
+            _ = try await transport.send(HTTPRequest(method: .get, url: origin.url("/a")), body: nil)
+            await #expect(throws: (any Error).self) {
+                _ = try await transport.send(HTTPRequest(method: .post, url: origin.url("/a")), body: nil)
+            }
+        }
+        #expect(origin.requests.count == 2)
     }
 }
