@@ -3,8 +3,10 @@ import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
 import CachalotServer
+import CoreMetrics
 import Foundation
 import Logging
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -112,6 +114,8 @@ struct Serve: AsyncParsableCommand {
                 isStaleIfUnreachableEnabled: self.servesStaleIfUnreachable
             )
         )
+        let (metrics, metricsText) = Self.prometheus(disk: disk)
+        loaderConfiguration.metrics = MetricsConfiguration(label: "cachalot_loader", factory: metrics.factory)
         loaderConfiguration.maximumRedirects = 0
         loaderConfiguration.memoryCostLimit = memory.bytes
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
@@ -135,7 +139,9 @@ struct Serve: AsyncParsableCommand {
                     listen: listen,
                     admin: adminAddress,
                     adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
-                    trustedProxies: trusted
+                    trustedProxies: trusted,
+                    metrics: metrics,
+                    metricsText: metricsText
                 ),
                 loader: loader,
                 logger: logger
@@ -157,5 +163,31 @@ struct Serve: AsyncParsableCommand {
             throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
         }
         try await client.shutdown()
+    }
+
+    /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics`: what
+    /// the proxy and the loader count, with the disk tier's size and entries read at each scrape.
+    private static func prometheus(
+        disk: DiskCache
+    ) -> (MetricsConfiguration, @Sendable () -> String) {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Prometheus names allow letters, digits, _ and :; swift-metrics labels may hold more.
+        factory.nameAndLabelSanitizer = { label, dimensions in
+            func sanitized(_ name: String) -> String {
+                String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") ? $0 : "_" })
+            }
+            return (sanitized(label), dimensions.map { (sanitized($0.0), $0.1) })
+        }
+        let storedBytes = Gauge(label: "cachalot_disk_stored_bytes", factory: factory)
+        let storedEntries = Gauge(label: "cachalot_disk_entries", factory: factory)
+        return (
+            MetricsConfiguration(label: "cachalot_proxy", factory: factory),
+            {
+                if let size = try? disk.totalSize { storedBytes.record(size) }
+                if let count = try? disk.count { storedEntries.record(count) }
+                return registry.emitToString()
+            }
+        )
     }
 }

@@ -4,9 +4,10 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
-/// Answers the admin listener: `GET /healthz`, and purges.
+/// Answers the admin listener: `GET /healthz`, `/metrics`, and purges.
 ///
 /// - `GET /healthz`: 200 `ok`, without a token.
+/// - `GET /metrics`: the text ``CacheServer/Configuration/metricsText`` makes, if it is set.
 /// - `POST /purge?url=/path` (or an absolute URL on the origin): removes that URL's stored
 ///   responses, every `Vary` variant included.
 /// - `POST /purge?prefix=/images/`: removes every stored response under that path prefix.
@@ -35,6 +36,13 @@ struct AdminResponder: Responder {
             try await writer.respond(
                 HTTPResponse(status: .unauthorized, headerFields: [.wwwAuthenticate: "Bearer"]),
                 body: "A bearer token is required.\n"
+            )
+            return true
+        }
+        if path == "/metrics", let metricsText = self.server.configuration.metricsText {
+            try await writer.respond(
+                HTTPResponse(status: .ok, headerFields: [.contentType: "text/plain; version=0.0.4"]),
+                body: metricsText()
             )
             return true
         }

@@ -1,3 +1,4 @@
+import Cachalot
 import Foundation
 
 extension CacheServer {
@@ -24,6 +25,14 @@ extension CacheServer {
         public var name: String
         /// The limits that bound what one client can make the proxy hold or wait for.
         public var limits: Limits
+        /// Where the proxy reports its counters (requests by what the cache did, bytes from
+        /// the cache and from the origin, the origin's time to answer); `nil` for nowhere.
+        /// Default: `nil`.
+        public var metrics: MetricsConfiguration?
+        /// Makes the text that the admin listener's `/metrics` answers with (the Prometheus
+        /// exposition format, from the registry the application bootstrapped); `nil` to
+        /// answer 404 there. Default: `nil`.
+        public var metricsText: (@Sendable () -> String)?
 
         /// Creates a configuration.
         public init(
@@ -33,7 +42,9 @@ extension CacheServer {
             adminToken: String? = nil,
             trustedProxies: Set<String> = [],
             name: String = "cachalot",
-            limits: Limits = Limits()
+            limits: Limits = Limits(),
+            metrics: MetricsConfiguration? = nil,
+            metricsText: (@Sendable () -> String)? = nil
         ) {
             self.origin = origin
             self.listen = listen
@@ -42,6 +53,8 @@ extension CacheServer {
             self.trustedProxies = trustedProxies
             self.name = name
             self.limits = limits
+            self.metrics = metrics
+            self.metricsText = metricsText
         }
 
         /// Throws ``ServerError`` if the configuration cannot work.

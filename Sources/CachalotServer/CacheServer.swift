@@ -39,6 +39,7 @@ public final class CacheServer: Service, Sendable {
     let loader: ResourceLoader
     let logger: Logger
     let connections: ConnectionRegistry
+    let metrics: ServerMetrics?
     private let group: any EventLoopGroup
     private let state = Mutex(State())
 
@@ -92,6 +93,7 @@ public final class CacheServer: Service, Sendable {
         self.group = group
         self.logger = logger
         self.connections = ConnectionRegistry(limit: configuration.limits.maximumConnections)
+        self.metrics = configuration.metrics.map(ServerMetrics.init)
     }
 
     /// The addresses the server listens on: waits until ``run()`` has bound them.

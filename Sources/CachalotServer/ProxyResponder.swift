@@ -27,12 +27,14 @@ struct ProxyResponder: Responder {
             response.headerFields[.cacheStatus] = "\(self.configuration.name); detail=bad-request"
             try await writer.respond(response, body: message + "\n")
             self.log(head, status: status.code, cacheStatus: "bad-request", bytes: 0, since: started)
+            self.server.metrics?.request(.error, bytes: 0)
             return false
         }
         let upstream = self.upstreamRequest(for: request)
         let answer: ResourceStream
         do {
             answer = try await self.server.loader.stream(upstream, body: request.body.map { Data(buffer: $0) })
+            if answer.forwardReason != nil { self.server.metrics?.originAnswered(after: ContinuousClock.now - started) }
         } catch let error as LoadError {
             let (status, detail) = Self.failure(error)
             var response = HTTPResponse(status: status)
@@ -42,6 +44,7 @@ struct ProxyResponder: Responder {
             try await writer.respond(response, body: "\(status.reasonPhrase): \(detail)\n")
             self.server.logger.debug("The origin failed", metadata: ["error": "\(error)"])
             self.log(head, status: status.code, cacheStatus: detail, bytes: 0, since: started)
+            self.server.metrics?.request(.error, bytes: 0)
             return true
         }
         let status = CacheStatus(name: self.configuration.name, answer: answer)
@@ -66,6 +69,7 @@ struct ProxyResponder: Responder {
             try await writer.end()
         }
         self.log(head, status: response.status.code, cacheStatus: status.description, bytes: sent, since: started)
+        self.server.metrics?.request(status.hit ? .hit : .forward, bytes: sent)
         // An HTTP/1.0 client learns where a body of unknown length ends by the connection closing.
         return head.version.minor >= 1 || response.headerFields[.contentLength] != nil
     }

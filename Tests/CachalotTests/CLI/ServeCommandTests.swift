@@ -19,9 +19,14 @@ struct ServeCommandTests {
         defer { origin.stop() }
         let tool = try CommandLineTool()
         let child = try tool.start(
-            ["serve", "--origin", origin.url("/").absoluteString, "--listen", "127.0.0.1:0", "--memory", "0"]
+            [
+                "serve", "--origin", origin.url("/").absoluteString, "--listen", "127.0.0.1:0", "--memory", "0",
+                "--admin", "127.0.0.1:0",
+            ]
         )
-        let port = try #require(await CommandLineTool.offThePool { Self.listeningPort(child) })
+        let ports = await CommandLineTool.offThePool { Self.listeningPorts(child) }
+        let port = try #require(ports["proxy"])
+        let adminPort = try #require(ports["admin"])
         let client = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.clientConfiguration()
@@ -37,7 +42,19 @@ struct ServeCommandTests {
             #expect(String(buffer: body) == "proxied")
             statuses.append(response.headers["cache-status"].first ?? "")
         }
+        let scrape = try await client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/metrics"),
+            timeout: .seconds(30)
+        )
+        var metrics = ByteBuffer()
+        for try await piece in scrape.body { metrics.writeImmutableBuffer(piece) }
+        let text = String(buffer: metrics)
         try await client.shutdown()
+        #expect(text.contains("cachalot_proxy_requests{cache=\"hit\"} 1"), "\(text)")
+        #expect(text.contains("cachalot_proxy_requests{cache=\"forward\"} 1"))
+        #expect(text.contains("cachalot_proxy_bytes{source=\"cache\"} 7"))
+        #expect(text.contains("cachalot_proxy_origin_head_seconds_count 1"))
+        #expect(text.contains("cachalot_disk_entries 1"))
         #expect(statuses[0] == "cachalot; fwd=miss; fwd-status=200; stored")
         #expect(statuses[1].hasPrefix("cachalot; hit"))
         #expect(origin.requests.count == 1)
@@ -56,18 +73,22 @@ struct ServeCommandTests {
         #expect(run.errors.contains("--origin"))
     }
 
-    /// Reads the child's standard error until it says where it listens; the port, or `nil` if it ended first.
-    private static func listeningPort(_ child: ChildProcess) -> Int? {
+    /// Reads the child's standard error until it says where it listens; the ports by listener
+    /// (`proxy`, `admin`), or none if it ended first.
+    private static func listeningPorts(_ child: ChildProcess) -> [String: Int] {
         var text = ""
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(child.errors, $0.baseAddress, $0.count) }
-            if count <= 0 { return nil }
+            if count <= 0 { return [:] }
             text += String(decoding: buffer[0..<count], as: UTF8.self)
-            guard let line = text.split(separator: "\n").first(where: { $0.contains("Listening") }),
-                let range = line.range(of: "proxy=127.0.0.1:")
-            else { continue }
-            return Int(line[range.upperBound...].prefix { $0.isNumber })
+            guard let line = text.split(separator: "\n").first(where: { $0.contains("Listening") }) else { continue }
+            var ports: [String: Int] = [:]
+            for name in ["proxy", "admin"] {
+                guard let range = line.range(of: "\(name)=127.0.0.1:") else { continue }
+                ports[name] = Int(line[range.upperBound...].prefix { $0.isNumber })
+            }
+            return ports
         }
     }
 }

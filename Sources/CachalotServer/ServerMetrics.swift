@@ -1,0 +1,52 @@
+import Cachalot
+import CoreMetrics
+
+/// What the proxy counts through swift-metrics: requests by what the cache did, bytes served
+/// from the cache and from the origin, and how long the origin took to begin its answers.
+struct ServerMetrics: Sendable {
+    private let requests: [Outcome: Counter]
+    private let bytesFromCache: Counter
+    private let bytesFromOrigin: Counter
+    private let originLatency: Timer
+
+    /// What the cache did for a request, as the `cache` dimension of the request counter.
+    enum Outcome: String, Sendable, CaseIterable {
+        /// Answered from the cache without asking the origin (stale answers included).
+        case hit
+        /// Sent to the origin: a miss, a validation, a method the cache does not answer.
+        case forward
+        /// The proxy refused the request, or the origin failed.
+        case error
+    }
+
+    init(_ configuration: MetricsConfiguration) {
+        let (label, factory) = (configuration.label, configuration.factory)
+        self.requests = Dictionary(
+            uniqueKeysWithValues: Outcome.allCases.map { outcome in
+                (
+                    outcome,
+                    Counter(label: "\(label)_requests", dimensions: [("cache", outcome.rawValue)], factory: factory)
+                )
+            }
+        )
+        self.bytesFromCache = Counter(label: "\(label)_bytes", dimensions: [("source", "cache")], factory: factory)
+        self.bytesFromOrigin = Counter(label: "\(label)_bytes", dimensions: [("source", "origin")], factory: factory)
+        self.originLatency = Timer(label: "\(label)_origin_head_seconds", factory: factory)
+    }
+
+    /// Counts a request and the bytes of body it was sent.
+    func request(_ outcome: Outcome, bytes: Int) {
+        self.requests[outcome]?.increment()
+        guard bytes > 0 else { return }
+        switch outcome {
+        case .hit: self.bytesFromCache.increment(by: bytes)
+        case .forward: self.bytesFromOrigin.increment(by: bytes)
+        case .error: break
+        }
+    }
+
+    /// Records how long the origin took to begin an answer.
+    func originAnswered(after duration: Duration) {
+        self.originLatency.recordNanoseconds(CacheServer.nanoseconds(duration))
+    }
+}
