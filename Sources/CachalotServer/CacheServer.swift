@@ -31,8 +31,9 @@ import Synchronization
 /// ```
 ///
 /// It is a `Service` (swift-service-lifecycle): on graceful shutdown it stops accepting,
-/// closes idle connections, lets requests in flight finish for
-/// ``Limits/shutdownGracePeriod``, waits for the loader's disk writes, and returns.
+/// closes idle connections, and lets requests in flight and the loader's background work
+/// (shared downloads, disk writes) finish for at most ``Limits/shutdownGracePeriod``; then it
+/// closes what is left, cancels the loader's background work, and returns once nothing runs.
 public final class CacheServer: Service, Sendable {
     /// The configuration the server was made with.
     public let configuration: Configuration
@@ -151,13 +152,16 @@ public final class CacheServer: Service, Sendable {
             for channel in all { channel.close(promise: nil) }
             self.connections.shutDown()
             let grace = TimeAmount.nanoseconds(Self.nanoseconds(self.configuration.limits.shutdownGracePeriod))
-            let deadline = all[0].eventLoop.scheduleTask(in: grace) { [connections = self.connections] in
+            let deadline = all[0].eventLoop.scheduleTask(in: grace) {
+                [connections = self.connections, loader = self.loader] in
                 connections.closeAll()
+                loader.cancelBackgroundWork()
             }
             self.state.withLock { $0.deadline = deadline }
         }
-        self.state.withLock { $0.deadline }?.cancel()
+        // Shared downloads and disk writes go on until they end, or until the deadline.
         await self.loader.waitForBackgroundWork()
+        self.state.withLock { $0.deadline }?.cancel()
         self.logger.info("Stopped")
     }
 

@@ -11,12 +11,14 @@ struct CacheStatus: Sendable, CustomStringConvertible {
     var forwardStatus: Int?
     var timeToLive: Int?
     var stored = false
+    var collapsed = false
     var detail: String?
 
     /// The status of an answer the loader gave.
     init(name: String, answer: ResourceStream) {
         self.name = name
         self.timeToLive = answer.timeToLive
+        self.collapsed = answer.isCollapsed
         switch answer.source {
         case .memory, .disk:
             self.hit = true
@@ -59,6 +61,7 @@ struct CacheStatus: Sendable, CustomStringConvertible {
         if let forwardStatus { value += "; fwd-status=\(forwardStatus)" }
         if let timeToLive { value += "; ttl=\(timeToLive)" }
         if self.stored { value += "; stored" }
+        if self.collapsed { value += "; collapsed" }
         if let detail { value += "; detail=\(Self.item(detail))" }
         return value
     }

@@ -34,6 +34,9 @@ public final class TestOrigin: Sendable {
         /// Sends only this many body bytes, calls `reached`, then sends nothing more until the
         /// client closes the connection: a download that hangs.
         public var stall: (after: Int, reached: @Sendable () -> Void)?
+        /// Sends this many body bytes, then waits for `resume` to return before sending the rest:
+        /// a body that arrives in two parts, when the test says.
+        public var pause: (after: Int, resume: @Sendable () async -> Void)?
 
         /// Creates an answer with a text body.
         public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
@@ -142,7 +145,11 @@ public final class TestOrigin: Sendable {
                     // In pieces of 16 KiB, as a real origin's body arrives.
                     var offset = sent.startIndex
                     while offset < sent.endIndex {
-                        let end = min(offset + 16_384, sent.endIndex)
+                        if let pause = reply.pause, offset == sent.startIndex + pause.after { await pause.resume() }
+                        var end = min(offset + 16_384, sent.endIndex)
+                        if let pause = reply.pause, offset < sent.startIndex + pause.after {
+                            end = min(end, sent.startIndex + pause.after)
+                        }
                         try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: sent[offset..<end]))))
                         offset = end
                     }

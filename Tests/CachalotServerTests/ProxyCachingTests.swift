@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Cachalot
 import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
@@ -8,6 +7,8 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import Testing
+
+@testable import Cachalot
 
 @Suite("The proxy caches as a shared cache")
 struct ProxyCachingTests {
@@ -220,6 +221,35 @@ struct ProxyTargetedFieldTests {
         let proxy = try await ProxyHarness(origin: try await Self.origin(), targetedFields: [])
         _ = try await proxy.send("/cdn")
         #expect(try await proxy.send("/cdn").cacheStatus.contains("fwd=miss"))
+        try await proxy.stop()
+    }
+}
+
+@Suite("Collapsed forwarding in the proxy")
+struct ProxyCollapsedTests {
+    @Test("Identical misses that arrive together make one origin request; the follower's Cache-Status says collapsed")
+    func collapsed() async throws {
+        let gate = Gate()
+        let origin = try await TestOrigin.start { _ in
+            await gate.wait()
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "once")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        async let first = proxy.send("/c")
+        while origin.requests.isEmpty { await Task.yield() }
+        async let second = proxy.send("/c")
+        let flight = try #require(proxy.loader.sharedResponses.inFlight("fetch " + origin.url("/c").absoluteString))
+        while flight.waitingForHead == 0 { await Task.yield() }
+        gate.open()
+        let replies = try await [first, second]
+        #expect(replies.map(\.text) == ["once", "once"])
+        let statuses = replies.map(\.cacheStatus).sorted()
+        #expect(
+            statuses == [
+                "cachalot; fwd=miss; fwd-status=200; stored", "cachalot; fwd=miss; fwd-status=200; stored; collapsed",
+            ]
+        )
+        #expect(origin.requests.count == 1)
         try await proxy.stop()
     }
 }

@@ -155,7 +155,7 @@ struct ProxyStaleIfUnreachableTests {
         #expect(stale.text == "kept")
         #expect(stale.cacheStatus.hasPrefix("cachalot; fwd=stale; ttl="))
         #expect(stale.cacheStatus.hasSuffix("detail=stale-if-unreachable"))
-        #expect(origin.requests.count == 2)
+        #expect(origin.requests.count == 3)
         try await proxy.stop()
         origin.stop()
     }

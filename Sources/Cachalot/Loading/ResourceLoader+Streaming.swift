@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import Synchronization
 
 /// A loaded resource whose body is read as it arrives: for bodies of any size, or of no known
 /// end, which ``ResourceLoader/stream(_:body:policy:priority:)`` never holds whole.
@@ -25,6 +26,9 @@ public struct ResourceStream: Sendable {
     /// Whether a response from the network is being stored as it passes: it will be, once it
     /// has been read whole, unless it outgrows the largest entry or the disk tier fails.
     public var isStoring = false
+    /// Whether this load joined an identical one already on its way to the origin, and reads
+    /// the answer that one brings instead of sending a request of its own.
+    public var isCollapsed = false
 
     /// A stream of a whole resource.
     init(_ resource: Resource, forwardReason: Resource.ForwardReason? = nil) {
@@ -57,8 +61,13 @@ extension ResourceLoader {
     /// (a failure is counted in ``Statistics/storageFailures``) and the body goes on to the
     /// caller. It is stored when its last piece has been read and it is whole.
     ///
-    /// Unlike `load`, identical streamed requests are not coalesced, and a request holds its
-    /// place among ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
+    /// Identical streamed requests for a URL share one request to the origin (collapsed
+    /// forwarding): those that arrive before its answer is whole read it from its start as it
+    /// arrives, if it is being stored, has a `Content-Length` and matches their `Vary`-named
+    /// fields; otherwise they send their own. A shared body is read from the origin at its own
+    /// pace, whatever its readers' pace, and held in memory until they are done (at most the
+    /// largest entry stored). A request holds its place among
+    /// ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
     ///
     /// - Returns: The response head, where it came from, and the body to read.
     /// - Throws: ``LoadError`` as `load` does, before the head; reading the body throws
@@ -109,26 +118,85 @@ extension ResourceLoader {
     ) async throws -> ResourceStream {
         let step = try self.step(for: request, policy: policy)
         if case .answer(let resource) = step { return ResourceStream(resource) }
+        guard case .exchange(let key, let validating, let reason) = step else {
+            return try await self.withHostSlot(of: request, priority: priority) {
+                let reply = try await self.sendUncached(request, body: body)
+                self.counters.answer(.network, bytes: 0)
+                var stream = ResourceStream(
+                    response: reply.response,
+                    source: .network,
+                    body: HTTPBody(StoringBody(loader: self, reply: reply, request: request, incoming: nil)) { $0 },
+                    length: Self.announcedLength(of: reply.response, to: request)
+                )
+                stream.forwardReason = .method
+                return stream
+            }
+        }
+        // Identical loads of a URL share one request; `Vary` is checked once the head is here.
+        let flight = (validating == nil ? "fetch " : "validate ") + key.string
+        let (shared, isLeader) = self.sharedResponses.join(flight)
+        if !isLeader, var stream = try await self.follow(shared, request: request) {
+            stream.forwardReason = reason
+            return stream
+        }
+        do {
+            var stream = try await self.withHostSlot(of: request, priority: priority) {
+                try await self.exchangeStream(
+                    request,
+                    key: key,
+                    validating: validating,
+                    sharing: isLeader ? (shared, flight) : nil
+                )
+            }
+            stream.forwardReason = reason
+            return stream
+        } catch {
+            if isLeader {
+                shared.publish(error is CancellationError ? .unshared : .failed(error))
+                self.sharedResponses.end(flight, shared)
+            }
+            throw error
+        }
+    }
+
+    /// Runs `body` holding one of the request's host's slots (see
+    /// ``Configuration/maximumConnectionsPerHost``).
+    private func withHostSlot<Result>(
+        of request: HTTPRequest,
+        priority: Priority,
+        _ body: () async throws -> Result
+    ) async throws -> Result {
         let host = request.authority ?? ""
         try await self.hosts.acquire(host, ticket: -1 - Int.random(in: 0..<Int.max), priority: priority.rawValue)
         defer { self.hosts.release(host) }
-        guard case .exchange(let key, var validating, let reason) = step else {
-            let reply = try await self.sendUncached(request, body: body)
-            self.counters.answer(.network, bytes: 0)
-            var stream = ResourceStream(
-                response: reply.response,
-                source: .network,
-                body: HTTPBody(StoringBody(loader: self, reply: reply, request: request, incoming: nil)) { $0 },
-                length: Self.announcedLength(of: reply.response, to: request)
-            )
-            stream.forwardReason = .method
-            return stream
+        return try await body()
+    }
+
+    /// Sends `request` (conditionally, if `validating`) and returns the answer as a stream. With
+    /// `sharing`, it publishes the head there, a response that can be shared is read into it (see
+    /// ``pumpShared(_:from:flight:)``) and from it, and the flight ends once nothing more will be
+    /// shared.
+    private func exchangeStream(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        validating: CachedResponse?,
+        sharing: (response: SharedResponse, flight: String)?
+    ) async throws -> ResourceStream {
+        func unshared() {
+            guard let sharing else { return }
+            sharing.response.publish(.unshared)
+            self.sharedResponses.end(sharing.flight, sharing.response)
         }
+        var validating = validating
         while true {
             switch try await self.exchangeHead(request, key: key, validating: validating, run: nil) {
             case .answered(let resource):
                 self.counters.answer(resource.source, bytes: resource.body.count)
-                return ResourceStream(resource, forwardReason: reason)
+                if let sharing {
+                    sharing.response.publish(.whole(resource))
+                    self.sharedResponses.end(sharing.flight, sharing.response)
+                }
+                return ResourceStream(resource)
             case .notSelected:
                 validating = nil
             case .response(let incoming):
@@ -141,10 +209,70 @@ extension ResourceLoader {
                     ) { $0 },
                     length: incoming.expectedLength
                 )
-                stream.forwardReason = reason
                 stream.isStoring = incoming.storage != nil
+                guard let sharing else { return stream }
+                // Shared only if it is stored and bounded (the body is held for the readers), and
+                // fresh: the loads that wait could use it stored without validating it.
+                let stored = incoming.stored
+                let isFresh =
+                    stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: self.now())
+                    && !stored.cacheControl.isNoCache
+                guard stream.isStoring, isFresh, let length = incoming.expectedLength else {
+                    unshared()
+                    return stream
+                }
+                sharing.response.publish(.shared(stream.response, incoming.stored, length: length))
+                self.pumpShared(sharing.response, from: stream.body, flight: sharing.flight)
+                stream.body = sharing.response.body
                 return stream
             }
+        }
+    }
+
+    /// Reads `body` from the origin into `shared` at the origin's pace (storing it on the way),
+    /// and takes the flight out at the end. It runs as background work (see
+    /// ``waitForBackgroundWork()``), whether or not any reader is left.
+    private func pumpShared(_ shared: SharedResponse, from body: HTTPBody, flight: String) {
+        self.pending.begin()
+        let id = UUID()
+        // Made under the lock, which its own removal takes: it cannot be removed before it is added.
+        self.pumps.withLock { pumps in
+            pumps[id] = Task { [pending, sharedResponses, weak self] in
+                defer { pending.end() }
+                do {
+                    for try await piece in body { shared.append(piece) }
+                    shared.finish(.success(()))
+                } catch {
+                    shared.finish(.failure(error))
+                }
+                sharedResponses.end(flight, shared)
+                _ = self?.pumps.withLock { $0.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// The answer a load that followed `shared` reads, or `nil` if it must send its own request:
+    /// nothing was shared, the leader was cancelled, or the response varies on a field whose value
+    /// differs in `request`.
+    ///
+    /// - Throws: The leader's error, if its request failed.
+    private func follow(_ shared: SharedResponse, request: HTTPRequest) async throws -> ResourceStream? {
+        switch await shared.head() {
+        case .whole(let resource):
+            self.counters.answer(resource.source, bytes: resource.body.count)
+            var stream = ResourceStream(resource)
+            stream.isCollapsed = true
+            return stream
+        case .shared(let response, let stored, let length) where stored.matches(request):
+            self.counters.answer(.network, bytes: 0)
+            var stream = ResourceStream(response: response, source: .network, body: shared.body, length: length)
+            stream.isStoring = true
+            stream.isCollapsed = true
+            return stream
+        case .failed(let error):
+            throw error
+        case .shared, .unshared:
+            return nil
         }
     }
 }

@@ -34,16 +34,20 @@ public final class ResourceLoader: Sendable {
 
     let transport: any HTTPTransport
     let store: ResponseStore
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     let logger: Logger
     let coalescer: Coalescer<Resource>
+    /// Streamed answers that identical streamed loads share.
+    let sharedResponses = SharedResponses()
     let hosts: HostLimiter
     let counters: LoaderCounters
     let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
     private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
+    /// Bodies read from the origin for loads that share them, by a number of their own.
+    let pumps = Mutex<[UUID: Task<Void, Never>]>([:])
     /// Runs, background revalidations and disk writes not yet done.
-    private let pending: PendingWork
+    let pending: PendingWork
     /// Responses stored in memory, on their way to disk in the order they were stored.
     private let writes: OrderedWrites
 
@@ -87,7 +91,7 @@ public final class ResourceLoader: Sendable {
     }
 
     deinit {
-        for task in self.revalidations.withLock({ Array($0.values) }) { task.cancel() }
+        self.cancelBackgroundWork()
     }
 
     /// What the loader has done so far.
@@ -197,6 +201,16 @@ public final class ResourceLoader: Sendable {
     /// left half-written.
     public func waitForBackgroundWork() async {
         await self.pending.waitUntilIdle()
+    }
+
+    /// Cancels the background work that waits on the network: revalidations
+    /// (`stale-while-revalidate`), and bodies read from the origin for streamed loads that share
+    /// them (their readers' bodies fail). What they were storing is not stored; disk writes of
+    /// answers already given go on. A server calls it when shutdown cannot wait any longer, then
+    /// ``waitForBackgroundWork()``.
+    public func cancelBackgroundWork() {
+        for task in self.revalidations.withLock({ Array($0.values) }) { task.cancel() }
+        for task in self.pumps.withLock({ Array($0.values) }) { task.cancel() }
     }
 
     // MARK: - Steps

@@ -1,0 +1,149 @@
+import CachalotAsyncHTTPClient
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import Cachalot
+
+/// Identical streamed loads share one request to the origin, and read its body as it arrives.
+@Suite("ResourceLoader.stream collapses identical requests", .timeLimit(.minutes(1)))
+struct CollapsedStreamingTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    func makeLoader() throws -> ResourceLoader {
+        try ResourceLoader(
+            configuration: .init(rules: .sharedCache, memoryCostLimit: 0),
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: self.directory.url, configuration: .init(sizeLimit: 20_000_000))
+        )
+    }
+
+    static func read(_ stream: ResourceStream) async throws -> Data {
+        var body = Data()
+        for try await piece in stream.body { body.append(piece) }
+        return body
+    }
+
+    @Test("a load that arrives while the body is on its way reads it from its start, and the origin is asked once")
+    func readsWhileWriting() async throws {
+        let body = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+        let halfway = Gate()
+        let resume = Gate()
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(fields: [("Cache-Control", "max-age=60")], data: body)
+            reply.pause = (
+                after: 100_000,
+                resume: {
+                    halfway.open()
+                    await resume.wait()
+                }
+            )
+            return reply
+        }
+        defer { origin.stop() }
+        let loader = try self.makeLoader()
+        let first = try await loader.stream(HTTPRequest(method: .get, url: origin.url("/big")))
+        await halfway.wait()
+        // The origin has sent half and waits: the second load joins the answer in flight.
+        let second = try await loader.stream(HTTPRequest(method: .get, url: origin.url("/big")))
+        #expect(!first.isCollapsed)
+        #expect(second.isCollapsed)
+        #expect(second.response.status.code == 200)
+        var iterator = second.body.makeAsyncIterator()
+        var early = Data()
+        while early.count < 100_000, let piece = try await iterator.next() { early.append(piece) }
+        #expect(early == body.prefix(100_000))
+        resume.open()
+        while let piece = try await iterator.next() { early.append(piece) }
+        #expect(early == body)
+        #expect(try await Self.read(first) == body)
+        #expect(origin.requests.count == 1)
+        await loader.waitForBackgroundWork()
+        let stored = try await loader.stream(HTTPRequest(method: .get, url: origin.url("/big")))
+        #expect(stored.source == .disk)
+    }
+
+    @Test("loads that wait for the head of the same request share it")
+    func sharesTheHead() async throws {
+        let gate = Gate()
+        let origin = try await TestOrigin.start { _ in
+            await gate.wait()
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "shared")
+        }
+        defer { origin.stop() }
+        let loader = try self.makeLoader()
+        async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
+        while origin.requests.isEmpty { await Task.yield() }
+        async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
+        // The first is at the origin; the second waits for its head.
+        let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/s").absoluteString))
+        while flight.waitingForHead == 0 { await Task.yield() }
+        gate.open()
+        let streams = try await [first, second]
+        #expect(streams.filter(\.isCollapsed).count == 1)
+        for stream in streams { #expect(try await Self.read(stream) == Data("shared".utf8)) }
+        #expect(origin.requests.count == 1)
+        await loader.waitForBackgroundWork()
+    }
+
+    @Test("a response that varies on a field the waiting load sends differently is not shared with it")
+    func varyMismatch() async throws {
+        let gate = Gate()
+        let origin = try await TestOrigin.start { request in
+            await gate.wait()
+            return .init(
+                fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")],
+                body: request.headerFields[.acceptLanguage] ?? "none"
+            )
+        }
+        defer { origin.stop() }
+        let loader = try self.makeLoader()
+        var french = HTTPRequest(method: .get, url: origin.url("/v"))
+        french.headerFields[.acceptLanguage] = "fr"
+        var german = french
+        german.headerFields[.acceptLanguage] = "de"
+        async let first = loader.stream(french)
+        while origin.requests.isEmpty { await Task.yield() }
+        async let second = loader.stream(german)
+        let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/v").absoluteString))
+        while flight.waitingForHead == 0 { await Task.yield() }
+        gate.open()
+        #expect(try await Self.read(try await first) == Data("fr".utf8))
+        let other = try await second
+        #expect(!other.isCollapsed)
+        #expect(try await Self.read(other) == Data("de".utf8))
+        #expect(origin.requests.count == 2)
+        await loader.waitForBackgroundWork()
+    }
+
+    @Test("a response that is stale at once, or not stored, is not shared: the waiting load asks itself")
+    func notSharedUnlessFresh() async throws {
+        for cacheControl in ["max-age=0", "no-store"] {
+            let gate = Gate()
+            let origin = try await TestOrigin.start { _ in
+                await gate.wait()
+                return .init(fields: [("Cache-Control", cacheControl)], body: "own")
+            }
+            let loader = try self.makeLoader()
+            async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
+            while origin.requests.isEmpty { await Task.yield() }
+            async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
+            let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/n").absoluteString))
+            while flight.waitingForHead == 0 { await Task.yield() }
+            gate.open()
+            for stream in try await [first, second] {
+                #expect(!stream.isCollapsed)
+                #expect(try await Self.read(stream) == Data("own".utf8))
+            }
+            #expect(origin.requests.count == 2, "\(cacheControl)")
+            await loader.waitForBackgroundWork()
+            origin.stop()
+        }
+    }
+}
