@@ -108,6 +108,12 @@ public struct StoredResponse: Sendable, Hashable {
     /// The targeted cache-control fields the facts were computed with.
     private var targets: [HTTPField.Name] { self.storage.facts.targets }
 
+    /// The status code, known without decoding the head.
+    var statusCode: Int { self.storage.statusCode }
+    /// Roughly the memory the head takes: 256 bytes, and each field's name and value with 32
+    /// bytes more. Known without decoding the head.
+    var headCost: Int { self.storage.headCost }
+
     /// Storage whose facts are computed from the other parts.
     private static func storage(
         _ response: HTTPResponse,
@@ -119,11 +125,6 @@ public struct StoredResponse: Sendable, Hashable {
         let facts = FreshnessFacts(response, requestTime, responseTime, targets: targets)
         return Storage(response, requestTime, responseTime, varyingFields, facts: facts)
     }
-    /// The status code, known without decoding the head.
-    var statusCode: Int { self.storage.statusCode }
-    /// Roughly the memory the head takes: 256 bytes, and each field's name and value with 32
-    /// bytes more. Known without decoding the head.
-    var headCost: Int { self.storage.headCost }
 
     /// One request field that selected a stored response.
     public struct VaryingField: Sendable, Hashable {
