@@ -12,35 +12,43 @@ struct ServerRequest: Sendable {
 }
 
 /// Writes one response on a connection.
+///
+/// Every write crosses to the channel's event loop, which costs more than making a small
+/// response: the head waits to go with the first piece of the body (or the end), and a body in
+/// hand goes whole with its head and end in one crossing.
 struct ResponseWriter: Sendable {
     fileprivate let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     fileprivate let version: HTTPVersion
-    /// Whether the head has been written: after that, a failure can only close the connection.
-    private(set) var hasWrittenHead = false
+    /// The head, until it goes with what follows it.
+    private var pendingHead: HTTPResponseHead?
 
-    /// Writes the head of `response`.
-    mutating func head(_ response: HTTPResponse) async throws {
+    fileprivate init(outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, version: HTTPVersion) {
+        self.outbound = outbound
+        self.version = version
+    }
+
+    /// Sets the head of `response`, to be written with the first piece of the body or the end.
+    mutating func head(_ response: HTTPResponse) {
         var headers = HTTPHeaders()
         headers.reserveCapacity(response.headerFields.count)
         for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
         let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
-        self.hasWrittenHead = true
-        try await self.outbound.write(.head(HTTPResponseHead(version: self.version, status: status, headers: headers)))
+        self.pendingHead = HTTPResponseHead(version: self.version, status: status, headers: headers)
     }
 
-    /// Writes a piece of the body, in slices that do not copy a large (mapped) body whole.
-    func body(_ data: Data) async throws {
-        var offset = data.startIndex
-        while offset < data.endIndex {
-            let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
-            try await self.outbound.write(.body(.byteBuffer(ByteBuffer(bytes: data[offset..<end]))))
-            offset = end
-        }
+    /// Writes a piece of the body (with the head, if it has not gone yet).
+    mutating func body(_ data: Data) async throws {
+        try await self.write(data, ending: false)
     }
 
-    /// Ends the response.
-    func end() async throws {
-        try await self.outbound.write(.end(nil))
+    /// Ends the response (with the head, if it has not gone yet).
+    mutating func end() async throws {
+        try await self.write(Data(), ending: true)
+    }
+
+    /// Writes the rest of the response at once: the head if it has not gone, `data`, the end.
+    mutating func whole(_ data: Data) async throws {
+        try await self.write(data, ending: true)
     }
 
     /// A whole response with a small body and its `Content-Length`.
@@ -48,9 +56,30 @@ struct ResponseWriter: Sendable {
         var response = response
         let bytes = Data(body.utf8)
         response.headerFields[.contentLength] = String(bytes.count)
-        try await self.head(response)
-        try await self.body(bytes)
-        try await self.end()
+        self.head(response)
+        try await self.whole(bytes)
+    }
+
+    /// Writes the pending head, `data` in slices (so that a large, mapped body is not copied
+    /// whole at once), and the end if `ending`, in as few crossings as it can.
+    private mutating func write(_ data: Data, ending: Bool) async throws {
+        var parts: [HTTPServerResponsePart] = []
+        if let head = self.pendingHead {
+            parts.append(.head(head))
+            self.pendingHead = nil
+        }
+        var offset = data.startIndex
+        while offset < data.endIndex {
+            let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
+            parts.append(.body(.byteBuffer(ByteBuffer(bytes: data[offset..<end]))))
+            offset = end
+            if offset < data.endIndex {
+                try await self.outbound.write(contentsOf: parts)
+                parts = []
+            }
+        }
+        if ending { parts.append(.end(nil)) }
+        if !parts.isEmpty { try await self.outbound.write(contentsOf: parts) }
     }
 
     private static let slice = 256 << 10

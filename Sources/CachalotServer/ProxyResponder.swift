@@ -49,12 +49,18 @@ struct ProxyResponder: Responder {
         }
         let status = CacheStatus(name: self.configuration.name, answer: answer)
         let (response, body) = self.reply(to: head, with: answer)
-        try await writer.head(self.responseFields(of: response, cacheStatus: status, length: answer.length))
+        writer.head(self.responseFields(of: response, cacheStatus: status, length: answer.length))
         var sent = 0
         switch body {
         case .none:
             try await writer.end()
             try await Self.finishStoring(answer)
+        case .whole where answer.source != .network:
+            // An answer from the cache is in hand, in one piece: it goes with its head and end at once.
+            var whole = Data()
+            for try await piece in answer.body { whole = whole.isEmpty ? piece : whole + piece }
+            try await writer.whole(whole)
+            sent = whole.count
         case .whole:
             for try await piece in answer.body {
                 try await writer.body(piece)
