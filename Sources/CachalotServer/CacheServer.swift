@@ -45,7 +45,6 @@ public final class CacheServer: Service, Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        var listeners: [any Channel] = []
         var addresses: Addresses?
         var failure: (any Error)?
         var waiters: [CheckedContinuation<Addresses, any Error>] = []
@@ -120,19 +119,25 @@ public final class CacheServer: Service, Sendable {
     public func run() async throws {
         let proxy = ProxyResponder(server: self)
         let listeners: (proxy: Listener, admin: Listener?)
+        var proxyListener: Listener?
         do {
-            let proxyListener = try await self.bind(self.configuration.listen)
+            let bound = try await self.bind(self.configuration.listen)
+            proxyListener = bound
             var adminListener: Listener?
             if let admin = self.configuration.admin { adminListener = try await self.bind(admin) }
-            listeners = (proxyListener, adminListener)
+            listeners = (bound, adminListener)
         } catch {
+            // The proxy's port, if it was bound, is not left open when the admin's cannot be.
+            try? await proxyListener?.channel.close()
             self.publish(.failure(error))
             throw error
         }
         let all = [listeners.proxy.channel] + (listeners.admin.map { [$0.channel] } ?? [])
-        self.state.withLock { $0.listeners = all }
         guard let proxyAddress = listeners.proxy.channel.localAddress else {
-            throw ServerError("The proxy's listener has no address.")
+            let error = ServerError("The proxy's listener has no address.")
+            self.publish(.failure(error))
+            for channel in all { try? await channel.close() }
+            throw error
         }
         self.publish(.success(Addresses(proxy: proxyAddress, admin: listeners.admin?.channel.localAddress)))
         var metadata: Logger.Metadata = [

@@ -1,10 +1,12 @@
 import AsyncHTTPClient
 import Cachalot
+import CachalotAsyncHTTPClient
 import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes
+import Logging
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -54,5 +56,43 @@ struct ShutdownTests {
             atPath: proxy.disk.directory.appending(path: "tmp").path
         )
         #expect(leftovers.isEmpty)
+    }
+}
+
+@Suite("Starting")
+struct StartTests {
+    @Test("An address already in use fails run() and addresses with the error, and nothing stays bound")
+    func addressInUse() async throws {
+        let origin = try await TestOrigin.start()
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let loader = try ResourceLoader(
+            configuration: .init(rules: .sharedCache),
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: directory.url)
+        )
+        let server = try CacheServer(
+            configuration: .init(
+                origin: origin.url("/"),
+                listen: .init(host: "127.0.0.1", port: 0),
+                admin: .init(host: "127.0.0.1", port: origin.port)
+            ),
+            loader: loader,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        await #expect(throws: (any Error).self) { try await server.run() }
+        await #expect(throws: (any Error).self) { _ = try await server.addresses }
+    }
+
+    @Test("A loader with private rules is refused: a proxy is a shared cache")
+    func privateRulesRefused() async throws {
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())
+        #expect(throws: ServerError.self) {
+            _ = try CacheServer(
+                configuration: .init(origin: URL(string: "http://127.0.0.1:1/")!),
+                loader: loader,
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        }
     }
 }
