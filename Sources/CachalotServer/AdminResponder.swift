@@ -90,12 +90,7 @@ struct AdminResponder: Responder {
     /// `target` (a path, or an absolute URL on the origin) as the URL the loader stores it under.
     private func originURL(_ target: String) -> URL? {
         let origin = self.server.configuration.origin
-        if target.hasPrefix("/") {
-            let proxy = ProxyResponder(server: self.server)
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target)
-            head.headers.add(name: "host", value: "admin")
-            return proxy.upstreamRequest(for: ServerRequest(head: head, body: nil, remote: nil)).url
-        }
+        if target.hasPrefix("/") { return ProxyResponder(server: self.server).originURL(of: target) }
         guard let url = URL(string: target), url.host() == origin.host(), url.port == origin.port else { return nil }
         return url
     }

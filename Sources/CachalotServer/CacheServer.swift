@@ -156,7 +156,7 @@ public final class CacheServer: Service, Sendable {
             self.logger.info("Shutting down: no new connections; finishing requests in flight")
             for channel in all { channel.close(promise: nil) }
             self.connections.shutDown()
-            let grace = TimeAmount.nanoseconds(Self.nanoseconds(self.configuration.limits.shutdownGracePeriod))
+            let grace = TimeAmount(self.configuration.limits.shutdownGracePeriod)
             let deadline = all[0].eventLoop.scheduleTask(in: grace) {
                 [connections = self.connections, loader = self.loader] in
                 connections.closeAll()
@@ -180,7 +180,7 @@ public final class CacheServer: Service, Sendable {
         limitConfiguration.maxHeaderFieldSize = max(limits.maximumHeaderBytes, limits.maximumRequestLine)
         limitConfiguration.maxHeaderListSize = limits.maximumHeaderBytes + limits.maximumRequestLine
         let decoderLimits = limitConfiguration
-        let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(limits.requestHeadTimeout))
+        let headTimeout = TimeAmount(limits.requestHeadTimeout)
         return try await ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -233,11 +233,5 @@ public final class CacheServer: Service, Sendable {
     private static func describe(_ address: SocketAddress) -> String {
         let ip = address.ipAddress ?? "?"
         return (ip.contains(":") ? "[\(ip)]" : ip) + ":\(address.port ?? 0)"
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

@@ -7,8 +7,24 @@ import NIOHTTP1
 /// A request as a connection read it: its head, its whole body, and who sent it.
 struct ServerRequest: Sendable {
     var head: HTTPRequestHead
+    /// The head's fields as swift-http-types has them, made once.
+    let fields: HTTPFields
     var body: ByteBuffer?
     var remote: SocketAddress?
+
+    init(head: HTTPRequestHead, body: ByteBuffer? = nil, remote: SocketAddress?) {
+        self.head = head
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.headers.count)
+        for (name, value) in head.headers {
+            // NIO's parser admits only tokens as names: none is dropped here.
+            guard let name = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: name, value: value))
+        }
+        self.fields = fields
+        self.body = body
+        self.remote = remote
+    }
 }
 
 /// Writes one response on a connection.

@@ -40,11 +40,6 @@ final class ConnectionRegistry: Sendable {
         _ = self.state.withLock { $0.connections.removeValue(forKey: id) }
     }
 
-    /// How many connections are open.
-    var count: Int {
-        self.state.withLock { $0.connections.count }
-    }
-
     /// Begins shutdown: idle connections close now; busy ones close after their response.
     func shutDown() {
         let idle = self.state.withLock { state in

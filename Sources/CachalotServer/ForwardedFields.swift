@@ -33,11 +33,6 @@ enum ForwardedFields {
         )
     }
 
-    /// `fields` with `entry` appended to its `Via` list.
-    static func addingVia(_ entry: String, to fields: inout HTTPFields) {
-        fields.append(HTTPField(name: .via, value: entry))
-    }
-
     /// The request's `Forwarded` element for a client at `address` that asked for `host`
     /// over `proto` (RFC 7239 §4–6).
     static func forwardedElement(for address: SocketAddress?, host: String?, proto: String) -> String {

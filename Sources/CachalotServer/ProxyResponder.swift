@@ -16,6 +16,18 @@ import NIOHTTP1
 /// answer later `GET`s too (as nginx does by default).
 struct ProxyResponder: Responder {
     let server: CacheServer
+    /// The origin's scheme, authority and base path (without its last `/`), read once.
+    private let origin: (scheme: String, authority: String, base: String)
+
+    init(server: CacheServer) {
+        self.server = server
+        let url = server.configuration.origin
+        let host = url.host(percentEncoded: true) ?? ""
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        var base = url.path(percentEncoded: true)
+        while base.hasSuffix("/") { base.removeLast() }
+        self.origin = (url.scheme?.lowercased() ?? "http", url.port.map { "\(bracketed):\($0)" } ?? bracketed, base)
+    }
 
     private var configuration: CacheServer.Configuration { self.server.configuration }
 
@@ -48,7 +60,7 @@ struct ProxyResponder: Responder {
             return true
         }
         let status = CacheStatus(name: self.configuration.name, answer: answer)
-        let (response, body) = self.reply(to: head, with: answer)
+        let (response, body) = self.reply(to: request, with: answer)
         writer.head(self.responseFields(of: response, cacheStatus: status, length: answer.length))
         var sent = 0
         switch body {
@@ -93,12 +105,13 @@ struct ProxyResponder: Responder {
     /// The response to send for `answer`: the answer itself, or what the client's own
     /// preconditions and `Range` make of it (RFC 9110 §13.2.2: preconditions first, then the
     /// range), from the whole representation.
-    private func reply(to head: HTTPRequestHead, with answer: ResourceStream) -> (HTTPResponse, Body) {
+    private func reply(to request: ServerRequest, with answer: ResourceStream) -> (HTTPResponse, Body) {
+        let head = request.head
         let response = answer.response
         guard head.method == .GET || head.method == .HEAD, (200..<300).contains(response.status.code) else {
             return (response, head.method == .HEAD ? .none : .whole)
         }
-        let client = Self.clientRequest(head)
+        let client = Self.clientRequest(request)
         switch Preconditions.evaluate(client, against: response) {
         case .notModified:
             return (Preconditions.notModified(from: response), .none)
@@ -126,18 +139,13 @@ struct ProxyResponder: Responder {
     }
 
     /// The client's request as it came, for its preconditions and `Range`.
-    private static func clientRequest(_ head: HTTPRequestHead) -> HTTPRequest {
-        var fields = HTTPFields()
-        for (name, value) in head.headers {
-            guard let name = HTTPField.Name(name) else { continue }
-            fields.append(HTTPField(name: name, value: value))
-        }
-        return HTTPRequest(
-            method: HTTPRequest.Method(head.method.rawValue) ?? .get,
+    private static func clientRequest(_ request: ServerRequest) -> HTTPRequest {
+        HTTPRequest(
+            method: HTTPRequest.Method(request.head.method.rawValue) ?? .get,
             scheme: nil,
             authority: nil,
-            path: head.uri,
-            headerFields: fields
+            path: request.head.uri,
+            headerFields: request.fields
         )
     }
 
@@ -186,51 +194,41 @@ struct ProxyResponder: Responder {
     /// The request to send to the origin (or answer from the cache) for `request`.
     func upstreamRequest(for request: ServerRequest) -> HTTPRequest {
         let head = request.head
-        let origin = self.configuration.origin
         let isTrusted = request.remote?.ipAddress.map { self.configuration.trustedProxies.contains($0) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
-        var fields = HTTPFields()
-        var connectionNamed: Set<String> = []
-        for value in head.headers["connection"] {
-            for name in value.split(separator: ",") {
-                connectionNamed.insert(name.trimmingCharacters(in: .whitespaces).lowercased())
-            }
-        }
-        for (name, value) in head.headers {
-            let lowered = name.lowercased()
-            if ForwardedFields.hopByHop.contains(lowered) || lowered.hasPrefix("proxy-")
-                || connectionNamed.contains(lowered) || lowered == "host" || lowered == "expect"
-            {
-                continue
-            }
-            if !isTrusted && ForwardedFields.forwarding.contains(lowered) { continue }
+        var fields = ForwardedFields.removingHopByHop(request.fields).filter { field in
+            let name = field.name.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
-            if isRead && Self.clientOwned.contains(lowered) { continue }
-            guard let fieldName = HTTPField.Name(name) else { continue }
-            fields.append(HTTPField(name: fieldName, value: value))
+            return name != "host" && name != "expect" && (isTrusted || !ForwardedFields.forwarding.contains(name))
+                && !(isRead && Self.clientOwned.contains(name))
         }
         let clientHost = head.headers.first(name: "host")
-        let client = request.remote?.ipAddress
         fields.append(
             HTTPField(
                 name: .forwarded,
                 value: ForwardedFields.forwardedElement(for: request.remote, host: clientHost, proto: "http")
             )
         )
-        if let client { fields.append(HTTPField(name: .xForwardedFor, value: client)) }
-        if !isTrusted || fields[.xForwardedProto] == nil { fields[.xForwardedProto] = "http" }
-        if let clientHost, !isTrusted || fields[.xForwardedHost] == nil { fields[.xForwardedHost] = clientHost }
-        ForwardedFields.addingVia("\(head.version.major).\(head.version.minor) \(self.configuration.name)", to: &fields)
-        var base = origin.path(percentEncoded: true)
-        while base.hasSuffix("/") { base.removeLast() }
+        if let client = request.remote?.ipAddress { fields.append(HTTPField(name: .xForwardedFor, value: client)) }
+        var result = HTTPFields(fields)
+        if !isTrusted || result[.xForwardedProto] == nil { result[.xForwardedProto] = "http" }
+        if let clientHost, !isTrusted || result[.xForwardedHost] == nil { result[.xForwardedHost] = clientHost }
+        result.append(
+            HTTPField(name: .via, value: "\(head.version.major).\(head.version.minor) \(self.configuration.name)")
+        )
         let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.rawValue) ?? .get)
         return HTTPRequest(
             method: method,
-            scheme: origin.scheme?.lowercased() ?? "http",
-            authority: Self.authority(of: origin),
-            path: base + (self.path(of: head.uri) ?? "/"),
-            headerFields: fields
+            scheme: self.origin.scheme,
+            authority: self.origin.authority,
+            path: self.origin.base + (self.path(of: head.uri) ?? "/"),
+            headerFields: result
         )
+    }
+
+    /// The URL on the origin that the path and query `path` stands for.
+    func originURL(of path: String) -> URL? {
+        URL(string: "\(self.origin.scheme)://\(self.origin.authority)\(self.origin.base)\(path)")
     }
 
     /// Fields of a `GET` or `HEAD` that the proxy evaluates itself against whole responses
@@ -238,12 +236,6 @@ struct ProxyResponder: Responder {
     private static let clientOwned: Set<String> = [
         "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
-
-    private static func authority(of url: URL) -> String {
-        let host = url.host(percentEncoded: true) ?? ""
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        return url.port.map { "\(bracketed):\($0)" } ?? bracketed
-    }
 
     // MARK: - The response
 
@@ -255,7 +247,7 @@ struct ProxyResponder: Responder {
         var fields = ForwardedFields.removingHopByHop(response.headerFields)
         if fields[.date] == nil { fields[.date] = HTTPDate.format(Date()) }
         if response.status.code == 200, length != nil, fields[.acceptRanges] == nil { fields[.acceptRanges] = "bytes" }
-        ForwardedFields.addingVia("1.1 \(self.configuration.name)", to: &fields)
+        fields.append(HTTPField(name: .via, value: "1.1 \(self.configuration.name)"))
         fields.append(HTTPField(name: .cacheStatus, value: cacheStatus.description))
         response.headerFields = fields
         return response

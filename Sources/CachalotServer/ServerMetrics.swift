@@ -1,5 +1,6 @@
 import Cachalot
 import CoreMetrics
+import NIOCore
 
 /// What the proxy counts through swift-metrics: requests by what the cache did, bytes served
 /// from the cache and from the origin, and how long the origin took to begin its answers.
@@ -47,6 +48,6 @@ struct ServerMetrics: Sendable {
 
     /// Records how long the origin took to begin an answer.
     func originAnswered(after duration: Duration) {
-        self.originLatency.recordNanoseconds(CacheServer.nanoseconds(duration))
+        self.originLatency.recordNanoseconds(TimeAmount(duration).nanoseconds)
     }
 }

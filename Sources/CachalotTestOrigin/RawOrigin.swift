@@ -68,6 +68,19 @@ public final class RawOrigin: Sendable {
         for connection in self.connections.withLock({ $0 }) { connection.close(promise: nil) }
     }
 
+    /// Starts an origin that answers the requests in the order they arrive with `replies`, and
+    /// every later one with the last of them.
+    public static func start(answering replies: [Reply]) async throws -> RawOrigin {
+        let next = Mutex(0)
+        return try await Self.start { _ in
+            let number = next.withLock { number in
+                defer { number += 1 }
+                return number
+            }
+            return replies[min(number, replies.count - 1)]
+        }
+    }
+
     /// Starts an origin that answers each request head with what `handler` returns for it.
     public static func start(_ handler: @escaping @Sendable (String) -> Reply) async throws -> RawOrigin {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

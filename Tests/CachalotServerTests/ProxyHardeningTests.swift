@@ -6,7 +6,6 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import Synchronization
 import Testing
 
 @Suite("Hostile clients and failing origins")
@@ -135,12 +134,9 @@ struct ProxyStaleIfUnreachableTests {
     /// An origin that answers once, then closes every connection without a word: unreachable,
     /// with no port left for another test's server to take.
     static func failingOrigin() async throws -> RawOrigin {
-        let answered = Mutex(false)
-        return try await RawOrigin.start { _ in
-            guard !answered.withLock({ $0 }) else { return .init("") }
-            answered.withLock { $0 = true }
-            return .init("HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nContent-Length: 4\r\n\r\nkept")
-        }
+        try await RawOrigin.start(answering: [
+            .init("HTTP/1.1 200 OK\r\nCache-Control: max-age=0\r\nContent-Length: 4\r\n\r\nkept"), .init(""),
+        ])
     }
 
     @Test("With the setting, a stale response answers when the origin is down, and Cache-Status says so")
@@ -177,17 +173,11 @@ struct ProxyStaleIfUnreachableTests {
 struct ProxyPooledConnectionTests {
     @Test("A GET that meets an origin connection closed under it is retried once, not answered 502")
     func retried() async throws {
-        let count = Mutex(0)
-        let origin = try await RawOrigin.start { _ in
-            let number = count.withLock { count in
-                count += 1
-                return count
-            }
-            var reply = RawOrigin.Reply("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 2\r\n\r\nok")
-            if number == 1 { reply.keepsServing = true }
-            if number == 2 { reply = RawOrigin.Reply("") }
-            return reply
-        }
+        var kept = RawOrigin.Reply("HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nContent-Length: 2\r\n\r\nok")
+        kept.keepsServing = true
+        let origin = try await RawOrigin.start(answering: [
+            kept, RawOrigin.Reply(""), RawOrigin.Reply(bytes: kept.bytes),
+        ])
         let proxy = try await ProxyHarness(origin: try await TestOrigin.start()) { $0.origin = origin.url("/") }
         #expect(try await proxy.send("/a").text == "ok")
         let second = try await proxy.send("/a")

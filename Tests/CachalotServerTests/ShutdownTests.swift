@@ -96,3 +96,18 @@ struct StartTests {
         }
     }
 }
+
+@Suite("Listening addresses")
+struct AddressTests {
+    @Test("host:port, [v6]:port and :port (every interface) are read; anything else is refused")
+    func parsing() {
+        #expect(CacheServer.Address("127.0.0.1:8080") == .init(host: "127.0.0.1", port: 8080))
+        #expect(CacheServer.Address("[::1]:9090") == .init(host: "::1", port: 9090))
+        #expect(CacheServer.Address(":8080") == .init(host: "0.0.0.0", port: 8080))
+        #expect(CacheServer.Address("127.0.0.1:0")?.port == 0)
+        for invalid in ["127.0.0.1", "127.0.0.1:65536", "127.0.0.1:-1", "host:port", ""] {
+            #expect(CacheServer.Address(invalid) == nil, "\(invalid)")
+        }
+        #expect(CacheServer.Address(host: "::1", port: 80).description == "[::1]:80")
+    }
+}

@@ -31,7 +31,8 @@ final class SharedResponse: Sendable {
         var pieces: [Data] = []
         var end: Result<Void, any Error>?
         var headWaiters: [CheckedContinuation<Head, Never>] = []
-        var pieceWaiters: [(index: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Loads waiting for a piece or the end: all are woken by either.
+        var pieceWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -76,7 +77,7 @@ final class SharedResponse: Sendable {
         let waiters = self.state.withLock { state in
             change(&state)
             defer { state.pieceWaiters = [] }
-            return state.pieceWaiters.map(\.continuation)
+            return state.pieceWaiters
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -106,7 +107,7 @@ final class SharedResponse: Sendable {
                 await withCheckedContinuation { continuation in
                     let isReady = self.state.withLock { state in
                         let isReady = index < state.pieces.count || state.end != nil
-                        if !isReady { state.pieceWaiters.append((index, continuation)) }
+                        if !isReady { state.pieceWaiters.append(continuation) }
                         return isReady
                     }
                     if isReady { continuation.resume() }

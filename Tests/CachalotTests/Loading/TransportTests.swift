@@ -5,7 +5,6 @@ import CachalotTesting
 import CachalotURLSession
 import Foundation
 import HTTPTypes
-import Synchronization
 import Testing
 
 @testable import Cachalot
@@ -159,17 +158,9 @@ struct PooledConnectionRetryTests {
     /// Answers the first request on a connection it keeps open, closes that connection unanswered at
     /// the second, and answers whatever comes on a new connection.
     static func origin() async throws -> RawOrigin {
-        let count = Mutex(0)
-        return try await RawOrigin.start { _ in
-            let number = count.withLock { count in
-                count += 1
-                return count
-            }
-            var reply = RawOrigin.Reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            if number == 1 { reply.keepsServing = true }
-            if number == 2 { reply = RawOrigin.Reply("") }
-            return reply
-        }
+        var kept = RawOrigin.Reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        kept.keepsServing = true
+        return try await RawOrigin.start(answering: [kept, RawOrigin.Reply(""), RawOrigin.Reply(bytes: kept.bytes)])
     }
 
     /// Runs `body` with a transport on a client of its own, shut down whatever `body` does.
