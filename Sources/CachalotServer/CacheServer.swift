@@ -121,10 +121,10 @@ public final class CacheServer: Service, Sendable {
         let listeners: (proxy: Listener, admin: Listener?)
         var proxyListener: Listener?
         do {
-            let bound = try await self.bind(self.configuration.listen)
+            let bound = try await self.bind(self.configuration.listen, answeringAtOnce: proxy)
             proxyListener = bound
             var adminListener: Listener?
-            if let admin = self.configuration.admin { adminListener = try await self.bind(admin) }
+            if let admin = self.configuration.admin { adminListener = try await self.bind(admin, answeringAtOnce: nil) }
             listeners = (bound, adminListener)
         } catch {
             // The proxy's port, if it was bound, is not left open when the admin's cannot be.
@@ -172,7 +172,9 @@ public final class CacheServer: Service, Sendable {
 
     typealias Listener = NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
 
-    private func bind(_ address: Address) async throws -> Listener {
+    /// Listens on `address`; with `immediate`, its connections answer what the cache answers at
+    /// once on their event loop (see ``ImmediateResponder``).
+    private func bind(_ address: Address, answeringAtOnce immediate: ProxyResponder?) async throws -> Listener {
         let limits = self.configuration.limits
         var limitConfiguration = NIOHTTPDecoderLimitConfiguration()
         // The target counts toward a field's size in NIO's parser, so a field may be as long as the
@@ -190,11 +192,16 @@ public final class CacheServer: Service, Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.configureHTTPServerPipeline(
                         withErrorHandling: false,
+                        // Responses are made with swift-http-types, whose fields are valid by construction.
+                        withOutboundHeaderValidation: false,
                         withEncoderConfiguration: .init(),
                         withDecoderLimitConfiguration: decoderLimits
                     )
                     try pipeline.addHandler(ProtocolErrorResponder())
                     try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
+                    if let immediate {
+                        try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
+                    }
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel
                     )

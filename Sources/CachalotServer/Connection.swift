@@ -45,11 +45,7 @@ struct ResponseWriter: Sendable {
 
     /// Sets the head of `response`, to be written with the first piece of the body or the end.
     mutating func head(_ response: HTTPResponse) {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(response.headerFields.count)
-        for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
-        let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
-        self.pendingHead = HTTPResponseHead(version: self.version, status: status, headers: headers)
+        self.pendingHead = HTTPResponseHead(response, version: self.version)
     }
 
     /// Writes a piece of the body (with the head, if it has not gone yet).
@@ -99,6 +95,17 @@ struct ResponseWriter: Sendable {
     }
 
     private static let slice = 256 << 10
+}
+
+extension HTTPResponseHead {
+    /// `response`'s head as NIO writes it.
+    init(_ response: HTTPResponse, version: HTTPVersion) {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(response.headerFields.count)
+        for field in response.headerFields { headers.add(name: field.name.rawName, value: field.value) }
+        let status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
+        self.init(version: version, status: status, headers: headers)
+    }
 }
 
 /// What answers the requests of a listener.

@@ -36,6 +36,11 @@ final class ConnectionRegistry: Sendable {
         }
     }
 
+    /// Whether the server is shutting down.
+    var isShuttingDown: Bool {
+        self.state.withLock { $0.isShuttingDown }
+    }
+
     func remove(_ id: ObjectIdentifier) {
         _ = self.state.withLock { $0.connections.removeValue(forKey: id) }
     }

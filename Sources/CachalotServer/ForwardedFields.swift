@@ -19,6 +19,8 @@ enum ForwardedFields {
     /// `fields` without their hop-by-hop fields: the fixed ones, `Proxy-*`, and every field
     /// that `Connection` names.
     static func removingHopByHop(_ fields: HTTPFields) -> HTTPFields {
+        // Without `Connection`, only the fixed ones can go; most messages have none of them.
+        guard fields.contains(where: { Self.isHopByHop($0.name.canonicalName) }) else { return fields }
         var named: Set<String> = []
         for value in fields[values: .connection] {
             for name in value.split(separator: ",") {
@@ -28,9 +30,14 @@ enum ForwardedFields {
         return HTTPFields(
             fields.filter { field in
                 let name = field.name.canonicalName
-                return !Self.hopByHop.contains(name) && !name.hasPrefix("proxy-") && !named.contains(name)
+                return !Self.isHopByHop(name) && !named.contains(name)
             }
         )
+    }
+
+    /// Whether a field named `name` is hop-by-hop whether or not `Connection` names it.
+    private static func isHopByHop(_ name: String) -> Bool {
+        Self.hopByHop.contains(name) || name.hasPrefix("proxy-")
     }
 
     /// The request's `Forwarded` element for a client at `address` that asked for `host`
@@ -46,10 +53,13 @@ enum ForwardedFields {
     /// quoted brackets, `unknown` when not known.
     private static func node(_ address: SocketAddress?) -> String {
         guard let ip = address?.ipAddress else { return "unknown" }
-        return ip.contains(":") ? "\"[\(ip)]\"" : ip
+        return ip.utf8.contains(UInt8(ascii: ":")) ? "\"[\(ip)]\"" : ip
     }
 
     private static func quoted(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            return "\"" + text + "\""
+        }
         var quoted = "\""
         for character in text {
             if character == "\"" || character == "\\" { quoted.append("\\") }

@@ -59,27 +59,59 @@ struct PartialContent: Sendable {
 
     /// Writes the parts of `body` (the whole body, read once) with `write`; reads `body` to its end.
     func relay(_ body: HTTPBody, write: (Data) async throws -> Void) async throws {
-        var offset = 0
-        var index = 0
-        var isPartOpen = false
+        var cutter = Cutter(self)
         for try await piece in body {
-            let end = offset + piece.count
-            while index < self.ranges.count, self.ranges[index].lowerBound < end {
-                let range = self.ranges[index]
-                if self.isMultipart && !isPartOpen {
-                    try await write(Data(self.partHead(index).utf8))
-                    isPartOpen = true
+            for part in cutter.cut(piece) { try await write(part) }
+        }
+        for part in cutter.end() { try await write(part) }
+    }
+
+    /// The 206's body, cut from `whole`, the whole body in hand.
+    func body(of whole: Data) -> [Data] {
+        var cutter = Cutter(self)
+        return cutter.cut(whole) + cutter.end()
+    }
+
+    /// Cuts the 206's body from the whole body's pieces, in order, as they pass.
+    private struct Cutter {
+        let content: PartialContent
+        /// Where the next piece starts in the whole body.
+        var offset = 0
+        /// The next range to cut.
+        var index = 0
+        /// Whether the part of range `index` has its head written.
+        var isPartOpen = false
+
+        init(_ content: PartialContent) {
+            self.content = content
+        }
+
+        /// What of `piece`, the whole body's next bytes, the 206 carries.
+        mutating func cut(_ piece: Data) -> [Data] {
+            var parts: [Data] = []
+            let ranges = self.content.ranges
+            let end = self.offset + piece.count
+            while self.index < ranges.count, ranges[self.index].lowerBound < end {
+                let range = ranges[self.index]
+                if self.content.isMultipart && !self.isPartOpen {
+                    parts.append(Data(self.content.partHead(self.index).utf8))
+                    self.isPartOpen = true
                 }
-                let (low, high) = (max(range.lowerBound, offset), min(range.upperBound, end))
+                let (low, high) = (max(range.lowerBound, self.offset), min(range.upperBound, end))
                 if low < high {
-                    try await write(piece[(piece.startIndex + low - offset)..<(piece.startIndex + high - offset)])
+                    parts.append(piece[(piece.startIndex + low - self.offset)..<(piece.startIndex + high - self.offset)])
                 }
                 guard range.upperBound <= end else { break }
-                index += 1
-                isPartOpen = false
+                self.index += 1
+                self.isPartOpen = false
             }
-            offset = end
+            self.offset = end
+            return parts
         }
-        if self.isMultipart { try await write(Data(self.closing.utf8)) }
+
+        /// What ends the 206's body once the whole body has passed.
+        func end() -> [Data] {
+            self.content.isMultipart ? [Data(self.content.closing.utf8)] : []
+        }
     }
 }

@@ -59,11 +59,10 @@ struct ProxyResponder: Responder {
             self.server.metrics?.request(.error, bytes: 0)
             return true
         }
-        let status = CacheStatus(name: self.configuration.name, answer: answer)
-        let (response, body) = self.reply(to: request, with: answer)
-        writer.head(self.responseFields(of: response, cacheStatus: status, length: answer.length))
+        let reply = self.reply(to: request, with: answer)
+        writer.head(reply.response)
         var sent = 0
-        switch body {
+        switch reply.body {
         case .none:
             try await writer.end()
             try await Self.finishStoring(answer)
@@ -86,10 +85,45 @@ struct ProxyResponder: Responder {
             }
             try await writer.end()
         }
-        self.log(head, status: response.status.code, cacheStatus: status.description, bytes: sent, since: started)
-        self.server.metrics?.request(status.hit ? .hit : .forward, bytes: sent)
-        // An HTTP/1.0 client learns where a body of unknown length ends by the connection closing.
-        return head.version.minor >= 1 || response.headerFields[.contentLength] != nil
+        self.finish(reply, to: request, bytes: sent, since: started)
+        return reply.keepsAlive
+    }
+
+    /// The whole response to `request` when the cache answers it at once, without waiting on
+    /// anything, and its body is in hand and at most ``largestImmediateBody``: its head and
+    /// its body's pieces, logged and counted. `nil` for anything else, which
+    /// ``respond(to:with:)`` answers.
+    func immediateResponse(to request: ServerRequest) -> (head: HTTPResponse, body: [Data], keepsAlive: Bool)? {
+        let started = ContinuousClock.now
+        let head = request.head
+        guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
+            let resource = try? self.server.loader.cachedAnswer(to: self.upstreamRequest(for: request)),
+            resource.body.count <= Self.largestImmediateBody
+        else { return nil }
+        let reply = self.reply(to: request, with: ResourceStream(resource))
+        let body: [Data]
+        switch reply.body {
+        case .none: body = []
+        case .whole: body = resource.body.isEmpty ? [] : [resource.body]
+        case .partial(let partial): body = partial.body(of: resource.body)
+        }
+        self.finish(reply, to: request, bytes: body.reduce(0) { $0 + $1.count }, since: started)
+        return (reply.response, body, reply.keepsAlive)
+    }
+
+    /// The largest body answered at once, on the connection's event loop: larger ones go in
+    /// slices, each written when the client has taken the one before.
+    static let largestImmediateBody = 1 << 20
+
+    /// What the proxy answers with, before its body goes.
+    private struct Reply {
+        /// The head as the client gets it.
+        var response: HTTPResponse
+        var body: Body
+        var cacheStatus: CacheStatus
+        /// Whether the connection may stay open after it: an HTTP/1.0 client learns where a body
+        /// of unknown length ends by the connection closing.
+        var keepsAlive: Bool
     }
 
     /// What a response carries to the client.
@@ -102,10 +136,26 @@ struct ProxyResponder: Responder {
         case partial(PartialContent)
     }
 
-    /// The response to send for `answer`: the answer itself, or what the client's own
-    /// preconditions and `Range` make of it (RFC 9110 §13.2.2: preconditions first, then the
-    /// range), from the whole representation.
-    private func reply(to request: ServerRequest, with answer: ResourceStream) -> (HTTPResponse, Body) {
+    /// The response to send for `answer`, its fields as the client gets them (see
+    /// ``responseFields(of:cacheStatus:length:)``).
+    private func reply(to request: ServerRequest, with answer: ResourceStream) -> Reply {
+        let cacheStatus = CacheStatus(name: self.configuration.name, answer: answer)
+        let (response, body) = self.content(for: request, with: answer)
+        let head = self.responseFields(of: response, cacheStatus: cacheStatus, length: answer.length)
+        let keepsAlive = request.head.version.minor >= 1 || head.headerFields[.contentLength] != nil
+        return Reply(response: head, body: body, cacheStatus: cacheStatus, keepsAlive: keepsAlive)
+    }
+
+    /// Logs and counts a response that went.
+    private func finish(_ reply: Reply, to request: ServerRequest, bytes: Int, since started: ContinuousClock.Instant) {
+        let status = reply.cacheStatus
+        self.log(request.head, status: reply.response.status.code, cacheStatus: status.description, bytes: bytes, since: started)
+        self.server.metrics?.request(status.hit ? .hit : .forward, bytes: bytes)
+    }
+
+    /// The answer itself, or what the client's own preconditions and `Range` make of it (RFC
+    /// 9110 §13.2.2: preconditions first, then the range), from the whole representation.
+    private func content(for request: ServerRequest, with answer: ResourceStream) -> (HTTPResponse, Body) {
         let head = request.head
         let response = answer.response
         guard head.method == .GET || head.method == .HEAD, (200..<300).contains(response.status.code) else {
@@ -245,8 +295,10 @@ struct ProxyResponder: Responder {
     private func responseFields(of response: HTTPResponse, cacheStatus: CacheStatus, length: Int?) -> HTTPResponse {
         var response = response
         var fields = ForwardedFields.removingHopByHop(response.headerFields)
-        if fields[.date] == nil { fields[.date] = HTTPDate.format(Date()) }
-        if response.status.code == 200, length != nil, fields[.acceptRanges] == nil { fields[.acceptRanges] = "bytes" }
+        if !fields.contains(.date) { fields[.date] = HTTPDate.format(Date()) }
+        if response.status.code == 200, length != nil, !fields.contains(.acceptRanges) {
+            fields[.acceptRanges] = "bytes"
+        }
         fields.append(HTTPField(name: .via, value: "1.1 \(self.configuration.name)"))
         fields.append(HTTPField(name: .cacheStatus, value: cacheStatus.description))
         response.headerFields = fields

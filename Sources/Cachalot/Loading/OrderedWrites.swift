@@ -8,7 +8,21 @@ import Synchronization
 /// that freshens it) would otherwise race to the disk, and the older one could land last: the
 /// disk would keep, for the next launch, the response that memory had replaced.
 final class OrderedWrites: Sendable {
-    private let state = Mutex<(queue: [@Sendable () -> Void], isDraining: Bool)>(([], false))
+    private struct Write {
+        var bytes: Int
+        var make: @Sendable () -> Void
+    }
+
+    private struct State {
+        var queue: [Write] = []
+        var isDraining = false
+        /// The bytes of the queued writes, and of the one being made.
+        var backlog = 0
+        /// Tasks waiting for the backlog to shrink to their bound.
+        var waiters: [(bound: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
     private let pending: PendingWork
 
     /// Makes a queue whose writes count in `pending` from being queued until made.
@@ -16,10 +30,15 @@ final class OrderedWrites: Sendable {
         self.pending = pending
     }
 
-    /// Queues `write`, to be made by the next ``drain()``.
-    func enqueue(_ write: @escaping @Sendable () -> Void) {
+    /// Queues `write` of `bytes`, to be made by the next ``drain()``; returns the bytes of
+    /// the writes not yet made, this one included.
+    func enqueue(bytes: Int, _ write: @escaping @Sendable () -> Void) -> Int {
         self.pending.begin()
-        self.state.withLock { $0.queue.append(write) }
+        return self.state.withLock { state in
+            state.queue.append(Write(bytes: bytes, make: write))
+            state.backlog += bytes
+            return state.backlog
+        }
     }
 
     /// Makes the queued writes in order until none is left; returns at once if another caller
@@ -30,17 +49,45 @@ final class OrderedWrites: Sendable {
             return !state.isDraining
         }
         guard claimed else { return }
+        var made = 0
         while true {
-            let next = self.state.withLock { state -> (@Sendable () -> Void)? in
+            let (next, ready) = self.state.withLock { state -> (Write?, [CheckedContinuation<Void, Never>]) in
+                state.backlog -= made
+                var ready: [CheckedContinuation<Void, Never>] = []
+                state.waiters.removeAll { waiter in
+                    guard waiter.bound >= state.backlog else { return false }
+                    ready.append(waiter.continuation)
+                    return true
+                }
                 guard !state.queue.isEmpty else {
                     state.isDraining = false
-                    return nil
+                    return (nil, ready)
                 }
-                return state.queue.removeFirst()
+                return (state.queue.removeFirst(), ready)
             }
+            for waiter in ready { waiter.resume() }
             guard let next else { return }
-            next()
+            next.make()
+            made = next.bytes
             self.pending.end()
+        }
+    }
+
+    /// How many tasks wait in ``waitUntilBacklog(atMost:)``.
+    var waiterCount: Int {
+        self.state.withLock { $0.waiters.count }
+    }
+
+    /// Waits until the bytes of the writes not yet made are at most `bound`. A drain must be on
+    /// its way: the caller starts one.
+    func waitUntilBacklog(atMost bound: Int) async {
+        await withCheckedContinuation { continuation in
+            let isReady = self.state.withLock { state in
+                guard state.backlog > bound else { return true }
+                state.waiters.append((bound, continuation))
+                return false
+            }
+            if isReady { continuation.resume() }
         }
     }
 }

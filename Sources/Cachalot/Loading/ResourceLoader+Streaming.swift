@@ -30,14 +30,14 @@ public struct ResourceStream: Sendable {
     /// the answer that one brings instead of sending a request of its own.
     public var isCollapsed = false
 
-    /// A stream of a whole resource.
-    init(_ resource: Resource, forwardReason: Resource.ForwardReason? = nil) {
+    /// A stream of a whole resource: its body in one piece.
+    public init(_ resource: Resource) {
         self.response = resource.response
         self.source = resource.source
         self.redirects = resource.redirects
         self.body = HTTPBody(resource.body.isEmpty ? [] : [resource.body])
         self.length = resource.body.count
-        self.forwardReason = forwardReason ?? resource.forwardReason
+        self.forwardReason = resource.forwardReason
         self.timeToLive = resource.timeToLive
     }
 
@@ -324,7 +324,7 @@ private struct StoringBody: AsyncSequence, Sendable {
             }
             guard let piece else {
                 self.isFinished = true
-                try self.finish()
+                try await self.finish()
                 return nil
             }
             self.received += piece.count
@@ -375,7 +375,7 @@ private struct StoringBody: AsyncSequence, Sendable {
 
         /// At the end of the body: throws if it is short of its `Content-Length`, else stores
         /// it if it was being stored.
-        private mutating func finish() throws {
+        private mutating func finish() async throws {
             if let expected = self.expected, self.received < expected {
                 self.stopStoring()
                 throw LoadError(
@@ -390,7 +390,7 @@ private struct StoringBody: AsyncSequence, Sendable {
                 self.writer = nil
             } else {
                 let response = CachedResponse(stored: incoming.stored, body: self.held)
-                loader.save(response, key: incoming.url, request: incoming.request, run: nil)
+                await loader.save(response, key: incoming.url, request: incoming.request, run: nil)
             }
             self.held = Data()
         }

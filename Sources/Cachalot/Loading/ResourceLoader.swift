@@ -225,13 +225,20 @@ public final class ResourceLoader: Sendable {
         case uncached
     }
 
-    /// Decides the load without waiting for anything: everything but the network happens here,
-    /// so that a hit never suspends.
+    /// Decides the load without waiting for anything, and counts it: everything but the network
+    /// happens here, so that a hit never suspends.
     func step(for request: HTTPRequest, policy: CachePolicy?) throws -> Step {
+        let step = try self.decide(request, policy: policy)
+        self.counters.request()
+        if case .answer(let resource) = step { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return step
+    }
+
+    /// The step for `request`, uncounted.
+    private func decide(_ request: HTTPRequest, policy: CachePolicy?) throws -> Step {
         guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
             throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
         }
-        self.counters.request()
         guard request.method == .get else { return .uncached }
         let policy = policy ?? self.configuration.policy
         // A reload ignores what is stored: no need to read it (from disk, perhaps).
@@ -266,8 +273,29 @@ public final class ResourceLoader: Sendable {
             }
             return .exchange(key, validating: decision == .validate ? cached?.response : nil, reason: reason)
         }
-        self.counters.answer(resource.source, bytes: resource.body.count)
         return .answer(resource)
+    }
+
+    /// The answer the cache gives `request` at once, without waiting on anything: a fresh
+    /// stored response, a stale one that the rules or `policy` allow (starting its background
+    /// revalidation if `stale-while-revalidate` asks for one), or the 504 of
+    /// ``CachePolicy/returnCacheDataDontLoad``. `nil` when the answer needs the network (or is
+    /// a redirect to follow): then ``load(_:body:policy:priority:progress:)`` or
+    /// ``stream(_:body:policy:priority:)`` the request, which looks it up again.
+    ///
+    /// For a server that answers hits on the thread that read the request, without a hop to
+    /// another executor. It may read the disk tier. It is counted in ``statistics`` only when it
+    /// answers.
+    ///
+    /// - Throws: ``LoadError`` with ``LoadError/Code/invalidRequest`` if the request has no
+    ///   `http` or `https` URL.
+    public func cachedAnswer(to request: HTTPRequest, policy: CachePolicy? = nil) throws -> Resource? {
+        guard case .answer(let resource) = try self.decide(request, policy: policy),
+            self.configuration.maximumRedirects == 0 || !Redirect.isFollowed(resource.statusCode)
+        else { return nil }
+        self.counters.request()
+        self.counters.answer(resource.source, bytes: resource.body.count)
+        return resource
     }
 
     /// Takes a step that needs the network: joins the coalesced run of identical requests, or
@@ -448,7 +476,7 @@ public final class ResourceLoader: Sendable {
                     )
                 else { return .notSelected }
                 let updated = CachedResponse(stored: freshened, body: cached.body)
-                self.save(updated, key: key, request: request, run: run)
+                await self.save(updated, key: key, request: request, run: run)
                 return .answered(self.answer(updated, source: .revalidated, at: responseTime))
             }
             if [500, 502, 503, 504].contains(status),
@@ -503,7 +531,7 @@ public final class ResourceLoader: Sendable {
             }
         } else if fits {
             let response = CachedResponse(stored: incoming.stored, body: body)
-            self.save(response, key: incoming.url, request: incoming.request, run: run)
+            await self.save(response, key: incoming.url, request: incoming.request, run: run)
         }
         return Resource(body: body, response: incoming.reply.response, source: .network)
     }
@@ -664,16 +692,18 @@ public final class ResourceLoader: Sendable {
         }
     }
 
-    /// Stores `response` in memory now, and on disk once the run's callers have their answer:
-    /// a miss does not wait for the disk. Disk writes are made in the order of this call.
+    /// Stores `response` in memory now, and on disk once the run's callers have their answer
+    /// (or, without a run, from a task of lower priority): a miss does not wait for the disk,
+    /// unless the disk is ``largestWriteBacklog`` behind. Disk writes are made in the order of
+    /// this call.
     func save(
         _ response: CachedResponse,
         key: ResponseKey,
         request: HTTPRequest,
         run: Coalescer<Resource>.Run?
-    ) {
+    ) async {
         let write = self.store.store(response, url: key, request: request)
-        self.writes.enqueue { [logger, counters] in
+        let backlog = self.writes.enqueue(bytes: response.body.count) { [logger, counters] in
             do {
                 try write.perform()
             } catch {
@@ -681,12 +711,20 @@ public final class ResourceLoader: Sendable {
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
-        if let run {
+        if backlog > Self.largestWriteBacklog {
+            // Writes queue up faster than the disk (or the CPU left for it) makes them: the
+            // caller waits for them, so that the queue, held in memory, stays bounded.
+            Task(priority: .background) { [writes] in writes.drain() }
+            await self.writes.waitUntilBacklog(atMost: Self.largestWriteBacklog)
+        } else if let run {
             run.afterAnswering.add { [writes] in writes.drain() }
         } else {
-            self.writes.drain()
+            Task(priority: .background) { [writes] in writes.drain() }
         }
     }
+
+    /// The bytes of bodies waiting for the disk beyond which a miss waits for the disk.
+    static let largestWriteBacklog = 64 << 20
 
     /// Starts revalidating `cached` unless a background revalidation of `key` is running.
     private func revalidateInBackground(_ request: HTTPRequest, key: ResponseKey, cached: CachedResponse) {

@@ -15,7 +15,7 @@ struct OrderedWritesTests {
         let (started, gate, done) = (
             DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
         )
-        writes.enqueue {
+        _ = writes.enqueue(bytes: 1) {
             started.signal()
             gate.wait()
             made.withLock { $0.append(1) }
@@ -23,7 +23,7 @@ struct OrderedWritesTests {
         // A drainer on a thread of its own holds the first write open.
         Thread { writes.drain() }.start()
         started.wait()
-        writes.enqueue {
+        _ = writes.enqueue(bytes: 1) {
             made.withLock { $0.append(2) }
             done.signal()
         }
@@ -40,10 +40,32 @@ struct OrderedWritesTests {
         let pending = PendingWork()
         let writes = OrderedWrites(counting: pending)
         let made = Atomic<Int>(0)
-        writes.enqueue { made.add(1, ordering: .relaxed) }
-        writes.enqueue { made.add(1, ordering: .relaxed) }
+        _ = writes.enqueue(bytes: 1) { made.add(1, ordering: .relaxed) }
+        _ = writes.enqueue(bytes: 1) { made.add(1, ordering: .relaxed) }
         Task.detached { writes.drain() }
         await pending.waitUntilIdle()
         #expect(made.load(ordering: .relaxed) == 2)
+    }
+
+    @Test("a task waiting for the backlog resumes once enough of the writes before it are made", .timeLimit(.minutes(1)))
+    func backlog() async {
+        let writes = OrderedWrites(counting: PendingWork())
+        let gate = DispatchSemaphore(value: 0)
+        let made = Mutex<[Int]>([])
+        #expect(writes.enqueue(bytes: 100) { gate.wait(); made.withLock { $0.append(1) } } == 100)
+        #expect(writes.enqueue(bytes: 50) { made.withLock { $0.append(2) } } == 150)
+        // Under the bound already: no wait.
+        await writes.waitUntilBacklog(atMost: 150)
+        let waiter = Task { () -> [Int] in
+            await writes.waitUntilBacklog(atMost: 50)
+            return made.withLock { $0 }
+        }
+        while writes.waiterCount == 0 { await Task.yield() }
+        Thread { writes.drain() }.start()
+        gate.signal()
+        // Resumed after the first write (100 bytes) was made, when 50 bytes were left.
+        #expect(await waiter.value.first == 1)
+        #expect(writes.enqueue(bytes: 10) {} == 10)
+        writes.drain()
     }
 }
