@@ -42,7 +42,12 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
                 )
             {
                 self.held = nil
-                self.write(response, version: head.version, closing: !(response.keepsAlive && head.isKeepAlive), context)
+                self.write(
+                    response,
+                    version: head.version,
+                    closing: !(response.keepsAlive && head.isKeepAlive),
+                    context
+                )
             } else {
                 self.release(context)
                 context.fireChannelRead(data)

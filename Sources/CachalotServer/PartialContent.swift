@@ -99,7 +99,9 @@ struct PartialContent: Sendable {
                 }
                 let (low, high) = (max(range.lowerBound, self.offset), min(range.upperBound, end))
                 if low < high {
-                    parts.append(piece[(piece.startIndex + low - self.offset)..<(piece.startIndex + high - self.offset)])
+                    parts.append(
+                        piece[(piece.startIndex + low - self.offset)..<(piece.startIndex + high - self.offset)]
+                    )
                 }
                 guard range.upperBound <= end else { break }
                 self.index += 1

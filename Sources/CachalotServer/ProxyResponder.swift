@@ -149,7 +149,13 @@ struct ProxyResponder: Responder {
     /// Logs and counts a response that went.
     private func finish(_ reply: Reply, to request: ServerRequest, bytes: Int, since started: ContinuousClock.Instant) {
         let status = reply.cacheStatus
-        self.log(request.head, status: reply.response.status.code, cacheStatus: status.description, bytes: bytes, since: started)
+        self.log(
+            request.head,
+            status: reply.response.status.code,
+            cacheStatus: status.description,
+            bytes: bytes,
+            since: started
+        )
         self.server.metrics?.request(status.hit ? .hit : .forward, bytes: bytes)
     }
 

@@ -47,12 +47,20 @@ struct OrderedWritesTests {
         #expect(made.load(ordering: .relaxed) == 2)
     }
 
-    @Test("a task waiting for the backlog resumes once enough of the writes before it are made", .timeLimit(.minutes(1)))
+    @Test(
+        "a task waiting for the backlog resumes once enough of the writes before it are made",
+        .timeLimit(.minutes(1))
+    )
     func backlog() async {
         let writes = OrderedWrites(counting: PendingWork())
         let gate = DispatchSemaphore(value: 0)
         let made = Mutex<[Int]>([])
-        #expect(writes.enqueue(bytes: 100) { gate.wait(); made.withLock { $0.append(1) } } == 100)
+        #expect(
+            writes.enqueue(bytes: 100) {
+                gate.wait()
+                made.withLock { $0.append(1) }
+            } == 100
+        )
         #expect(writes.enqueue(bytes: 50) { made.withLock { $0.append(2) } } == 150)
         // Under the bound already: no wait.
         await writes.waitUntilBacklog(atMost: 150)
