@@ -21,7 +21,7 @@ struct ProxyCachingTests {
         let miss = try await proxy.send("/a?b=1")
         #expect(miss.status == 200)
         #expect(miss.text == "hello")
-        #expect(miss.cacheStatus == "cachalot; fwd=miss; fwd-status=200; stored")
+        #expect(miss.cacheStatus == "cachalot; fwd=uri-miss; fwd-status=200; stored")
         #expect(miss.headers["via"].contains("1.1 cachalot"))
         #expect(miss.headers["date"].count == 1)
         let hit = try await proxy.send("/a?b=1")
@@ -45,8 +45,8 @@ struct ProxyCachingTests {
         let first = try await proxy.send("/p")
         let second = try await proxy.send("/p")
         #expect(first.text == "mine" && second.text == "mine")
-        #expect(first.cacheStatus == "cachalot; fwd=miss; fwd-status=200")
-        #expect(second.cacheStatus == "cachalot; fwd=miss; fwd-status=200")
+        #expect(first.cacheStatus == "cachalot; fwd=uri-miss; fwd-status=200")
+        #expect(second.cacheStatus == "cachalot; fwd=uri-miss; fwd-status=200")
         #expect(origin.requests.count == 2)
         try await proxy.stop()
     }
@@ -93,7 +93,7 @@ struct ProxyCachingTests {
         #expect(posted.status == 204)
         #expect(posted.cacheStatus == "cachalot; fwd=method; fwd-status=204")
         let after = try await proxy.send("/items")
-        #expect(after.cacheStatus.hasPrefix("cachalot; fwd=miss"))
+        #expect(after.cacheStatus.hasPrefix("cachalot; fwd=uri-miss"))
         #expect(origin.requests.map(\.method) == [.get, .post, .get])
         try await proxy.stop()
     }
@@ -118,7 +118,7 @@ struct ProxyCachingTests {
         try await proxy.stop()
     }
 
-    @Test("Vary: each variant is stored and answered for its own request")
+    @Test("Vary: each variant is stored and answered for its own request; a new variant is fwd=vary-miss")
     func varyVariants() async throws {
         let origin = try await TestOrigin.start { request in
             .init(
@@ -127,8 +127,12 @@ struct ProxyCachingTests {
             )
         }
         let proxy = try await ProxyHarness(origin: origin)
-        #expect(try await proxy.send("/v", headers: [("Accept-Language", "fr")]).text == "fr")
-        #expect(try await proxy.send("/v", headers: [("Accept-Language", "de")]).text == "de")
+        let first = try await proxy.send("/v", headers: [("Accept-Language", "fr")])
+        #expect(first.text == "fr")
+        #expect(first.cacheStatus.hasPrefix("cachalot; fwd=uri-miss;"))
+        let german = try await proxy.send("/v", headers: [("Accept-Language", "de")])
+        #expect(german.text == "de")
+        #expect(german.cacheStatus.hasPrefix("cachalot; fwd=vary-miss;"))
         let french = try await proxy.send("/v", headers: [("Accept-Language", "fr")])
         #expect(french.text == "fr")
         #expect(french.cacheStatus.contains("hit"))
@@ -209,10 +213,10 @@ struct ProxyTargetedFieldTests {
         // The field is relayed as the origin sent it.
         #expect(cdn.headers["cdn-cache-control"] == ["max-age=60"])
         _ = try await proxy.send("/ours")
-        #expect(try await proxy.send("/ours").cacheStatus.contains("fwd=miss"))
+        #expect(try await proxy.send("/ours").cacheStatus.contains("fwd=uri-miss"))
         // An invalid targeted field is ignored: Cache-Control's no-store rules.
         _ = try await proxy.send("/invalid")
-        #expect(try await proxy.send("/invalid").cacheStatus.contains("fwd=miss"))
+        #expect(try await proxy.send("/invalid").cacheStatus.contains("fwd=uri-miss"))
         try await proxy.stop()
     }
 
@@ -220,7 +224,7 @@ struct ProxyTargetedFieldTests {
     func off() async throws {
         let proxy = try await ProxyHarness(origin: try await Self.origin(), targetedFields: [])
         _ = try await proxy.send("/cdn")
-        #expect(try await proxy.send("/cdn").cacheStatus.contains("fwd=miss"))
+        #expect(try await proxy.send("/cdn").cacheStatus.contains("fwd=uri-miss"))
         try await proxy.stop()
     }
 }
@@ -246,7 +250,8 @@ struct ProxyCollapsedTests {
         let statuses = replies.map(\.cacheStatus).sorted()
         #expect(
             statuses == [
-                "cachalot; fwd=miss; fwd-status=200; stored", "cachalot; fwd=miss; fwd-status=200; stored; collapsed",
+                "cachalot; fwd=uri-miss; fwd-status=200; stored",
+                "cachalot; fwd=uri-miss; fwd-status=200; stored; collapsed",
             ]
         )
         #expect(origin.requests.count == 1)

@@ -47,7 +47,7 @@ struct ProxyConditionalRangeTests {
         let proxy = try await ProxyHarness(origin: origin)
         let first = try await proxy.send("/m", headers: [("If-None-Match", "\"v1\"")])
         #expect(first.status == 304)
-        #expect(first.cacheStatus == "cachalot; fwd=miss; fwd-status=200; stored")
+        #expect(first.cacheStatus == "cachalot; fwd=uri-miss; fwd-status=200; stored")
         #expect(origin.requests.first?.headerFields[.ifNoneMatch] == nil)
         let whole = try await proxy.send("/m")
         #expect(whole.text == Self.body)

@@ -7,10 +7,27 @@ import Synchronization
 /// answer, from a task of lower priority. Two answers for one URL in a row (a miss, then a 304
 /// that freshens it) would otherwise race to the disk, and the older one could land last: the
 /// disk would keep, for the next launch, the response that memory had replaced.
+///
+/// The queue is held in memory: a caller that finds it too long waits until it is shorter
+/// (``wait(untilBacklogIsAtMost:)``), and so does one whose write must be on disk before it
+/// goes on (``wait(untilMade:)``).
 final class OrderedWrites: Sendable {
+    /// A queued write: its number in the order of queuing (from 1), and the bytes of the
+    /// writes not yet made, this one included, when it was queued.
+    struct Ticket {
+        var number: Int
+        var backlog: Int
+    }
+
     private struct Write {
         var bytes: Int
         var make: @Sendable () -> Void
+    }
+
+    private struct Waiter {
+        var backlog: Int
+        var made: Int
+        var continuation: CheckedContinuation<Void, Never>
     }
 
     private struct State {
@@ -18,8 +35,14 @@ final class OrderedWrites: Sendable {
         var isDraining = false
         /// The bytes of the queued writes, and of the one being made.
         var backlog = 0
-        /// Tasks waiting for the backlog to shrink to their bound.
-        var waiters: [(bound: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// How many writes were queued, and how many of them are made.
+        var queued = 0
+        var made = 0
+        var waiters: [Waiter] = []
+
+        func satisfies(backlog: Int, made: Int) -> Bool {
+            self.backlog <= backlog || self.made >= made
+        }
     }
 
     private let state = Mutex(State())
@@ -30,14 +53,14 @@ final class OrderedWrites: Sendable {
         self.pending = pending
     }
 
-    /// Queues `write` of `bytes`, to be made by the next ``drain()``; returns the bytes of
-    /// the writes not yet made, this one included.
-    func enqueue(bytes: Int, _ write: @escaping @Sendable () -> Void) -> Int {
+    /// Queues `write` of `bytes`, to be made by the next ``drain()``.
+    func enqueue(bytes: Int, _ write: @escaping @Sendable () -> Void) -> Ticket {
         self.pending.begin()
         return self.state.withLock { state in
             state.queue.append(Write(bytes: bytes, make: write))
             state.backlog += bytes
-            return state.backlog
+            state.queued += 1
+            return Ticket(number: state.queued, backlog: state.backlog)
         }
     }
 
@@ -49,13 +72,17 @@ final class OrderedWrites: Sendable {
             return !state.isDraining
         }
         guard claimed else { return }
-        var made = 0
+        var made: Write?
         while true {
             let (next, ready) = self.state.withLock { state -> (Write?, [CheckedContinuation<Void, Never>]) in
-                state.backlog -= made
+                if let made {
+                    state.backlog -= made.bytes
+                    state.made += 1
+                }
                 var ready: [CheckedContinuation<Void, Never>] = []
+                let now = state
                 state.waiters.removeAll { waiter in
-                    guard waiter.bound >= state.backlog else { return false }
+                    guard now.satisfies(backlog: waiter.backlog, made: waiter.made) else { return false }
                     ready.append(waiter.continuation)
                     return true
                 }
@@ -65,29 +92,39 @@ final class OrderedWrites: Sendable {
                 }
                 return (state.queue.removeFirst(), ready)
             }
+            if made != nil { self.pending.end() }
             for waiter in ready { waiter.resume() }
             guard let next else { return }
             next.make()
-            made = next.bytes
-            self.pending.end()
+            made = next
         }
     }
 
-    /// How many tasks wait in ``waitUntilBacklog(atMost:)``.
-    var waiterCount: Int {
-        self.state.withLock { $0.waiters.count }
+    /// Waits until the bytes of the writes not yet made are at most `bytes`. A drain must be
+    /// on its way.
+    func wait(untilBacklogIsAtMost bytes: Int) async {
+        await self.wait(backlog: bytes, made: .max)
     }
 
-    /// Waits until the bytes of the writes not yet made are at most `bound`. A drain must be on
-    /// its way: the caller starts one.
-    func waitUntilBacklog(atMost bound: Int) async {
+    /// Waits until the write of `ticket` (and every write queued before it) is made. A drain
+    /// must be on its way.
+    func wait(untilMade ticket: Ticket) async {
+        await self.wait(backlog: -1, made: ticket.number)
+    }
+
+    private func wait(backlog: Int, made: Int) async {
         await withCheckedContinuation { continuation in
             let isReady = self.state.withLock { state in
-                guard state.backlog > bound else { return true }
-                state.waiters.append((bound, continuation))
+                guard !state.satisfies(backlog: backlog, made: made) else { return true }
+                state.waiters.append(Waiter(backlog: backlog, made: made, continuation: continuation))
                 return false
             }
             if isReady { continuation.resume() }
         }
+    }
+
+    /// How many tasks wait for the queue.
+    var waiterCount: Int {
+        self.state.withLock { $0.waiters.count }
     }
 }

@@ -69,8 +69,12 @@ public struct Resource: Sendable {
     /// Why a request went to the origin, in the terms of the `fwd` parameter of RFC 9211's
     /// `Cache-Status`.
     public enum ForwardReason: String, Sendable, Hashable {
-        /// Nothing was stored for the request's URL, or what was stored does not match the
-        /// request's `Vary`-named fields (the loader does not tell the two apart).
+        /// Nothing was stored for the request's URL.
+        case uriMiss = "uri-miss"
+        /// Responses were stored for the request's URL, but none for the values of the
+        /// request's fields that their `Vary` names.
+        case varyMiss = "vary-miss"
+        /// Nothing could be used, and the loader cannot tell why: reading the cache failed.
         case miss
         /// A fresh stored response was found, but the request's directives (`no-cache`,
         /// `max-age`, `min-fresh`) forbade using it without validation.

@@ -234,7 +234,8 @@ extension ResourceLoader {
     /// ``waitForBackgroundWork()``), whether or not any reader is left.
     private func pumpShared(_ shared: SharedResponse, from body: HTTPBody, flight: String) {
         self.pending.begin()
-        let id = UUID()
+        // The shared response lives as long as its pump: its identity names the pump.
+        let id = ObjectIdentifier(shared)
         // Made under the lock, which its own removal takes: it cannot be removed before it is added.
         self.pumps.withLock { pumps in
             pumps[id] = Task { [pending, sharedResponses, weak self] in

@@ -44,8 +44,8 @@ public final class ResourceLoader: Sendable {
     let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
     private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
-    /// Bodies read from the origin for loads that share them, by a number of their own.
-    let pumps = Mutex<[UUID: Task<Void, Never>]>([:])
+    /// Bodies read from the origin for loads that share them, by their shared response.
+    let pumps = Mutex<[ObjectIdentifier: Task<Void, Never>]>([:])
     /// Runs, background revalidations and disk writes not yet done.
     let pending: PendingWork
     /// Responses stored in memory, on their way to disk in the order they were stored.
@@ -242,7 +242,9 @@ public final class ResourceLoader: Sendable {
         guard request.method == .get else { return .uncached }
         let policy = policy ?? self.configuration.policy
         // A reload ignores what is stored: no need to read it (from disk, perhaps).
-        let cached = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request)
+        let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request)
+        var cached: (response: CachedResponse, tier: StorageTier)?
+        if case .found(let response, let tier) = lookup { cached = (response, tier) }
         let now = self.now()
         let decision = self.configuration.rules.decision(
             for: request,
@@ -269,7 +271,12 @@ public final class ResourceLoader: Sendable {
                     stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: now)
                 reason = isFresh && !stored.cacheControl.isNoCache ? .request : .stale
             } else {
-                reason = policy == .reloadIgnoringCacheData ? .bypass : .miss
+                switch lookup {
+                case _ where policy == .reloadIgnoringCacheData: reason = .bypass
+                case .none?: reason = .uriMiss
+                case .otherVariants?: reason = .varyMiss
+                case .found?, nil: reason = .miss
+                }
             }
             return .exchange(key, validating: decision == .validate ? cached?.response : nil, reason: reason)
         }
@@ -339,10 +346,10 @@ public final class ResourceLoader: Sendable {
         return resource
     }
 
-    private func lookup(_ key: ResponseKey, for request: HTTPRequest) -> (response: CachedResponse, tier: StorageTier)?
-    {
+    /// What is stored for `request`; `nil` if reading the cache failed.
+    private func lookup(_ key: ResponseKey, for request: HTTPRequest) -> ResponseStore.Lookup? {
         do {
-            return try self.store.lookup(key, for: request).map { ($0.0, $0.1) }
+            return try self.store.lookup(key, for: request)
         } catch {
             self.logger.debug(
                 "Reading the cache failed; loading instead",
@@ -694,8 +701,9 @@ public final class ResourceLoader: Sendable {
 
     /// Stores `response` in memory now, and on disk once the run's callers have their answer
     /// (or, without a run, from a task of lower priority): a miss does not wait for the disk,
-    /// unless the disk is ``largestWriteBacklog`` behind. Disk writes are made in the order of
-    /// this call.
+    /// unless the disk is ``largestWriteBacklog`` behind, or there is no memory tier (then the
+    /// response is on disk before the caller goes on, so that the next load finds it). Disk
+    /// writes are made in the order of this call.
     func save(
         _ response: CachedResponse,
         key: ResponseKey,
@@ -703,7 +711,7 @@ public final class ResourceLoader: Sendable {
         run: Coalescer<Resource>.Run?
     ) async {
         let write = self.store.store(response, url: key, request: request)
-        let backlog = self.writes.enqueue(bytes: response.body.count) { [logger, counters] in
+        let ticket = self.writes.enqueue(bytes: response.body.count) { [logger, counters] in
             do {
                 try write.perform()
             } catch {
@@ -711,11 +719,14 @@ public final class ResourceLoader: Sendable {
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
-        if backlog > Self.largestWriteBacklog {
+        if self.store.memory == nil {
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
+        } else if ticket.backlog > Self.largestWriteBacklog {
             // Writes queue up faster than the disk (or the CPU left for it) makes them: the
-            // caller waits for them, so that the queue, held in memory, stays bounded.
-            Task(priority: .background) { [writes] in writes.drain() }
-            await self.writes.waitUntilBacklog(atMost: Self.largestWriteBacklog)
+            // caller makes them, or waits, so that the queue, held in memory, stays bounded.
+            self.writes.drain()
+            await self.writes.wait(untilBacklogIsAtMost: Self.largestWriteBacklog)
         } else if let run {
             run.afterAnswering.add { [writes] in writes.drain() }
         } else {

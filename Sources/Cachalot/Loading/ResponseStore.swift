@@ -38,17 +38,28 @@ struct ResponseStore: Sendable {
     let disk: (any DataCaching)?
 
     /// The stored response that `request` selects under `url`, and where it was.
-    func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> (CachedResponse, StorageTier)? {
-        guard let (entry, tier) = try self.entry(url) else { return nil }
+    func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> Lookup {
+        guard let (entry, tier) = try self.entry(url) else { return .none }
         switch entry {
         case .response(let response):
-            return (response, tier)
+            return .found(response, tier)
         case .variants(let names):
             guard let (entry, tier) = try self.entry(url.variant(names: names, request: request)),
                 case .response(let response) = entry
-            else { return nil }
-            return (response, tier)
+            else { return .otherVariants }
+            return .found(response, tier)
         }
+    }
+
+    /// What is stored for a request.
+    enum Lookup {
+        /// The response for the request (for its variant, if the URL's responses vary), and the
+        /// tier it came from.
+        case found(CachedResponse, StorageTier)
+        /// Nothing for the request's URL.
+        case none
+        /// Responses for the URL that vary, none of them for the request's variant.
+        case otherVariants
     }
 
     /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in

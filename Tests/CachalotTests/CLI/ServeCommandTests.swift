@@ -55,7 +55,7 @@ struct ServeCommandTests {
         #expect(text.contains("cachalot_proxy_bytes{source=\"cache\"} 7"))
         #expect(text.contains("cachalot_proxy_origin_head_seconds_count 1"))
         #expect(text.contains("cachalot_disk_entries 1"))
-        #expect(statuses[0] == "cachalot; fwd=miss; fwd-status=200; stored")
+        #expect(statuses[0] == "cachalot; fwd=uri-miss; fwd-status=200; stored")
         #expect(statuses[1].hasPrefix("cachalot; hit"))
         #expect(origin.requests.count == 1)
         child.send(SIGTERM)

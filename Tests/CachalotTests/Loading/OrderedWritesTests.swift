@@ -55,17 +55,17 @@ struct OrderedWritesTests {
         let writes = OrderedWrites(counting: PendingWork())
         let gate = DispatchSemaphore(value: 0)
         let made = Mutex<[Int]>([])
-        #expect(
-            writes.enqueue(bytes: 100) {
-                gate.wait()
-                made.withLock { $0.append(1) }
-            } == 100
-        )
-        #expect(writes.enqueue(bytes: 50) { made.withLock { $0.append(2) } } == 150)
+        let first = writes.enqueue(bytes: 100) {
+            gate.wait()
+            made.withLock { $0.append(1) }
+        }
+        #expect(first.backlog == 100 && first.number == 1)
+        let second = writes.enqueue(bytes: 50) { made.withLock { $0.append(2) } }
+        #expect(second.backlog == 150 && second.number == 2)
         // Under the bound already: no wait.
-        await writes.waitUntilBacklog(atMost: 150)
+        await writes.wait(untilBacklogIsAtMost: 150)
         let waiter = Task { () -> [Int] in
-            await writes.waitUntilBacklog(atMost: 50)
+            await writes.wait(untilBacklogIsAtMost: 50)
             return made.withLock { $0 }
         }
         while writes.waiterCount == 0 { await Task.yield() }
@@ -73,7 +73,25 @@ struct OrderedWritesTests {
         gate.signal()
         // Resumed after the first write (100 bytes) was made, when 50 bytes were left.
         #expect(await waiter.value.first == 1)
-        #expect(writes.enqueue(bytes: 10) {} == 10)
-        writes.drain()
+    }
+
+    @Test("a task waiting for its own write resumes once it and the writes before it are made", .timeLimit(.minutes(1)))
+    func ownWrite() async {
+        let writes = OrderedWrites(counting: PendingWork())
+        let gate = DispatchSemaphore(value: 0)
+        let made = Mutex<[Int]>([])
+        _ = writes.enqueue(bytes: 1) {
+            gate.wait()
+            made.withLock { $0.append(1) }
+        }
+        let second = writes.enqueue(bytes: 1) { made.withLock { $0.append(2) } }
+        let waiter = Task { () -> [Int] in
+            await writes.wait(untilMade: second)
+            return made.withLock { $0 }
+        }
+        while writes.waiterCount == 0 { await Task.yield() }
+        Thread { writes.drain() }.start()
+        gate.signal()
+        #expect(await waiter.value == [1, 2])
     }
 }
