@@ -133,6 +133,10 @@ extension CacheServer {
         /// connection opened or its previous response was sent: a connection idle or
         /// trickling longer is closed. Default: 30 seconds.
         public var requestHeadTimeout: Duration
+        /// How long a response may wait for its client to take any of it (to read from its
+        /// connection): a client that stops reading longer is disconnected. Default: 60 seconds,
+        /// nginx's `send_timeout`.
+        public var sendTimeout: Duration
         /// How long requests in flight may go on once shutdown began; then their connections are
         /// closed. Default: 10 seconds.
         public var shutdownGracePeriod: Duration
@@ -144,6 +148,7 @@ extension CacheServer {
             maximumHeaderBytes: Int = 32 << 10,
             maximumRequestBody: Int = 16 << 20,
             requestHeadTimeout: Duration = .seconds(30),
+            sendTimeout: Duration = .seconds(60),
             shutdownGracePeriod: Duration = .seconds(10)
         ) {
             self.maximumConnections = maximumConnections
@@ -151,12 +156,14 @@ extension CacheServer {
             self.maximumHeaderBytes = maximumHeaderBytes
             self.maximumRequestBody = maximumRequestBody
             self.requestHeadTimeout = requestHeadTimeout
+            self.sendTimeout = sendTimeout
             self.shutdownGracePeriod = shutdownGracePeriod
         }
 
         func validate() throws(ServerError) {
             guard self.maximumConnections > 0, self.maximumRequestLine >= 64, self.maximumHeaderBytes >= 256,
-                self.maximumRequestBody >= 0, self.requestHeadTimeout > .zero, self.shutdownGracePeriod >= .zero
+                self.maximumRequestBody >= 0, self.requestHeadTimeout > .zero, self.sendTimeout > .zero,
+                self.shutdownGracePeriod >= .zero
             else {
                 throw ServerError(
                     "A limit is out of range: connections must be at least 1, the request line 64 bytes, "

@@ -183,6 +183,7 @@ public final class CacheServer: Service, Sendable {
         limitConfiguration.maxHeaderListSize = limits.maximumHeaderBytes + limits.maximumRequestLine
         let decoderLimits = limitConfiguration
         let headTimeout = TimeAmount(limits.requestHeadTimeout)
+        let sendTimeout = TimeAmount(limits.sendTimeout)
         return try await ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -190,6 +191,7 @@ public final class CacheServer: Service, Sendable {
             .bind(host: address.host, port: address.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(SendTimer(timeout: sendTimeout, logger: self.logger))
                     try pipeline.configureHTTPServerPipeline(
                         withErrorHandling: false,
                         // Responses are made with swift-http-types, whose fields are valid by construction.

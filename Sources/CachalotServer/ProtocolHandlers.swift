@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -90,6 +91,81 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
         self.disarm()
         let channel = context.channel
         self.timer = context.eventLoop.scheduleTask(in: self.timeout) { channel.close(promise: nil) }
+    }
+
+    private func disarm() {
+        self.timer?.cancel()
+        self.timer = nil
+    }
+}
+
+/// Closes a connection whose client stops reading (nginx's `send_timeout`): once what waits to
+/// be sent has filled the channel's buffer (it is not writable), the client must take some of
+/// it within `timeout`, and again within each `timeout` after, or the connection closes and
+/// what waits is dropped.
+///
+/// It sits first in the pipeline, nearest the socket, where it sees the bytes written; the
+/// bytes taken are those written less those the channel still buffers.
+final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private let timeout: TimeAmount
+    private let logger: Logger
+    /// The bytes written to the channel so far.
+    private var written = 0
+    /// The bytes the client had taken when the timer was armed.
+    private var takenAtArming = 0
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount, logger: Logger) {
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        self.written &+= Self.unwrapOutboundIn(data).readableBytes
+        context.write(data, promise: promise)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            self.disarm()
+        } else if self.timer == nil {
+            self.arm(context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.disarm()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.disarm()
+    }
+
+    /// The bytes the client has taken: written, and no longer in the channel's buffer.
+    private func taken(_ context: ChannelHandlerContext) -> Int {
+        let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        return self.written &- buffered
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        self.takenAtArming = self.taken(context)
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(in: self.timeout) {
+            self.timer = nil
+            guard !context.channel.isWritable else { return }
+            guard self.taken(context) == self.takenAtArming else { return self.arm(context) }
+            self.logger.info(
+                "Closed a connection whose client stopped reading",
+                metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
+            )
+            context.close(promise: nil)
+        }
     }
 
     private func disarm() {

@@ -84,6 +84,29 @@ struct ProxyHardeningTests {
         try await proxy.stop()
     }
 
+    @Test("A client that stops reading a response is disconnected after the send timeout", .timeLimit(.minutes(1)))
+    func clientStopsReading() async throws {
+        // More than the kernel's buffers on both ends hold, so that the proxy's fills.
+        let body = Data(repeating: 1, count: 48 << 20)
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "no-store")], data: body) }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.sendTimeout = .milliseconds(200) }
+        let received = try await RawClient.withConnection(port: proxy.port) { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"))
+            // Nothing is read until the proxy has given up on this client.
+            await proxy.logs.wait(for: "stopped reading")
+            var count = 0
+            do {
+                while let piece = try await inbound.next() { count += piece.readableBytes }
+            } catch {
+                // The connection may end with a reset: what came before it counts.
+            }
+            return count
+        }
+        #expect(received > 0)
+        #expect(received < body.count)
+        try await proxy.stop()
+    }
+
     @Test("Connections over the limit are closed at once")
     func connectionLimit() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }

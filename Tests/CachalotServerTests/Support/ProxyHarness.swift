@@ -15,6 +15,8 @@ import ServiceLifecycle
 /// temporary directory, and an HTTP client that talks to it.
 final class ProxyHarness: Sendable {
     let origin: TestOrigin
+    /// What the server logged.
+    let logs = LogRecorder()
     let directory: TemporaryDirectory
     let disk: DiskCache
     let loader: ResourceLoader
@@ -81,7 +83,7 @@ final class ProxyHarness: Sendable {
             admin: .init(host: "127.0.0.1", port: 0)
         )
         configure(&configuration)
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let logger = self.logs.logger()
         self.server = try CacheServer(configuration: configuration, loader: self.loader, logger: logger)
         let group = ServiceGroup(services: [self.server], logger: logger)
         self.group = group
