@@ -97,8 +97,10 @@ struct ProxyResponder: Responder {
         let started = ContinuousClock.now
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
-            let resource = try? self.server.loader.cachedAnswer(to: self.upstreamRequest(for: request)),
-            resource.body.count <= Self.largestImmediateBody
+            let resource = try? self.server.loader.cachedAnswer(
+                to: self.upstreamRequest(for: request),
+                largestBody: Self.largestImmediateBody
+            )
         else { return nil }
         let reply = self.reply(to: request, with: ResourceStream(resource))
         let body: [Data]

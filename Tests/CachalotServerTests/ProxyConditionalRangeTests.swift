@@ -105,6 +105,30 @@ struct ProxyConditionalRangeTests {
         try await proxy.stop()
     }
 
+    @Test("A stored body too large to answer at once is answered from its task: whole, in ranges, and to HEAD")
+    func largeStoredBody() async throws {
+        let body = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60"), ("ETag", "\"big\"")], data: body)
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/large")
+        let whole = try await proxy.send("/large")
+        #expect(whole.cacheStatus.hasPrefix("cachalot; hit"))
+        #expect(whole.body == body)
+        let ranges = try await proxy.send("/large", headers: [("Range", "bytes=2000000-2000009")])
+        #expect(ranges.status == 206)
+        #expect(ranges.headers["content-range"] == ["bytes 2000000-2000009/\(body.count)"])
+        #expect(ranges.body == body[2_000_000...2_000_009])
+        let head = try await proxy.send("/large", method: .HEAD)
+        #expect(head.headers["content-length"] == ["\(body.count)"])
+        #expect(head.body.isEmpty)
+        let notModified = try await proxy.send("/large", headers: [("If-None-Match", "\"big\"")])
+        #expect(notModified.status == 304)
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
     @Test("An unsatisfiable range gets 416; If-Range with another validator gets the whole 200")
     func unsatisfiableAndIfRange() async throws {
         let proxy = try await ProxyHarness(origin: try await Self.origin())

@@ -294,10 +294,17 @@ public final class ResourceLoader: Sendable {
     /// another executor. It may read the disk tier. It is counted in ``statistics`` only when it
     /// answers.
     ///
+    /// - Parameter largestBody: The largest body answered: `nil` for a larger one, which the
+    ///   caller may rather stream. Default: no limit.
     /// - Throws: ``LoadError`` with ``LoadError/Code/invalidRequest`` if the request has no
     ///   `http` or `https` URL.
-    public func cachedAnswer(to request: HTTPRequest, policy: CachePolicy? = nil) throws -> Resource? {
+    public func cachedAnswer(
+        to request: HTTPRequest,
+        policy: CachePolicy? = nil,
+        largestBody: Int = .max
+    ) throws -> Resource? {
         guard case .answer(let resource) = try self.decide(request, policy: policy),
+            resource.body.count <= largestBody,
             self.configuration.maximumRedirects == 0 || !Redirect.isFollowed(resource.statusCode)
         else { return nil }
         self.counters.request()

@@ -34,20 +34,32 @@ struct CommandLineTool {
         _ arguments: [String],
         capturingOutput: Bool = true,
         input: String? = nil,
-        errorsToTerminal: Bool = false
+        errorsToTerminal: Bool = false,
+        environment: [String: String] = [:]
     ) throws -> ChildProcess {
         try ChildProcess.start(
             Self.executable,
             [arguments[0], "--cache-dir", self.cache] + arguments.dropFirst(),
             capturingOutput: capturingOutput,
             input: input,
-            errorsToTerminal: errorsToTerminal
+            errorsToTerminal: errorsToTerminal,
+            environment: environment
         )
     }
 
     /// Runs `cachalot` to its end.
-    func run(_ arguments: [String], input: String? = nil, errorsToTerminal: Bool = false) async throws -> Run {
-        let child = try self.start(arguments, input: input, errorsToTerminal: errorsToTerminal)
+    func run(
+        _ arguments: [String],
+        input: String? = nil,
+        errorsToTerminal: Bool = false,
+        environment: [String: String] = [:]
+    ) async throws -> Run {
+        let child = try self.start(
+            arguments,
+            input: input,
+            errorsToTerminal: errorsToTerminal,
+            environment: environment
+        )
         return await Self.finish(child)
     }
 

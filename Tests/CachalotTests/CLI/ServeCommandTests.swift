@@ -66,6 +66,43 @@ struct ServeCommandTests {
         #expect(listing.output.contains("/a"))
     }
 
+    @Test("The environment fills in the options the command line does not give, which win over it")
+    func environment() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "env") }
+        defer { origin.stop() }
+        let tool = try CommandLineTool()
+        // Alone, the environment's listener and memory would be refused.
+        let refused = try await tool.run(
+            ["serve", "--listen", "127.0.0.1:0"],
+            environment: ["CACHALOT_ORIGIN": origin.url("/").absoluteString, "CACHALOT_MEMORY": "lots"]
+        )
+        #expect(refused.status == 64)
+        #expect(refused.errors.contains("CACHALOT_MEMORY"))
+        let child = try tool.start(
+            ["serve", "--listen", "127.0.0.1:0", "--memory", "0"],
+            environment: [
+                "CACHALOT_ORIGIN": origin.url("/").absoluteString, "CACHALOT_LISTEN": "nowhere",
+                "CACHALOT_MEMORY": "lots",
+            ]
+        )
+        let ports = await CommandLineTool.offThePool { Self.listeningPorts(child) }
+        let port = try #require(ports["proxy"])
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.clientConfiguration()
+        )
+        let response = try await client.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(port)/e"),
+            timeout: .seconds(30)
+        )
+        var body = ByteBuffer()
+        for try await piece in response.body { body.writeImmutableBuffer(piece) }
+        try await client.shutdown()
+        #expect(String(buffer: body) == "env")
+        child.send(SIGTERM)
+        #expect(await CommandLineTool.finish(child).status == 0)
+    }
+
     @Test("A missing origin is a usage error")
     func missingOrigin() async throws {
         let run = try await CommandLineTool().run(["serve", "--listen", "127.0.0.1:0"])

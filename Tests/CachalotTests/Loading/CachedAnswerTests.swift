@@ -39,6 +39,9 @@ struct CachedAnswerTests {
         #expect(hit.response.headerFields[.age] != nil)
         #expect(loader.statistics.requests == 2)
         #expect(loader.statistics.memoryHits == 1)
+        // A body over the caller's limit is left to a load, uncounted.
+        #expect(try loader.cachedAnswer(to: request, largestBody: 0) == nil)
+        #expect(loader.statistics.requests == 2)
         #expect(origin.requests.count == 1)
     }
 

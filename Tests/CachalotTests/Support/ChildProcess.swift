@@ -21,7 +21,8 @@ struct ChildProcess {
         let status: Int32
     }
 
-    /// Starts `executable` with `arguments`; standard output is captured only if asked.
+    /// Starts `executable` with `arguments` and this process's environment with `environment`'s
+    /// variables set; standard output is captured only if asked.
     /// Standard input is `input` (a file), else /dev/null. Standard error is a pipe, or a
     /// pseudo-terminal if `errorsToTerminal`, so that the child sees a terminal there.
     static func start(
@@ -29,7 +30,8 @@ struct ChildProcess {
         _ arguments: [String],
         capturingOutput: Bool = false,
         input: String? = nil,
-        errorsToTerminal: Bool = false
+        errorsToTerminal: Bool = false,
+        environment: [String: String] = [:]
     ) throws -> ChildProcess {
         var outputPipe: [Int32] = [-1, -1]
         var errorPipe: [Int32] = [-1, -1]
@@ -81,7 +83,11 @@ struct ChildProcess {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         var pid = pid_t()
-        let status = posix_spawnp(&pid, executable, &actions, &attributes, argv, environ)
+        // This process's environment, with `environment`'s variables set.
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for variable in envp { free(variable) } }
+        let status = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
         if capturingOutput { close(outputPipe[1]) }
         close(errorPipe[1])
         guard status == 0 else { throw SpawnFailed(status: status) }
