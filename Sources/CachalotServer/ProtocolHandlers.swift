@@ -46,6 +46,9 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
 /// Closes a connection whose client does not send a whole request head within `timeout` of
 /// the connection opening or of its previous response ending: an idle keep-alive connection,
 /// or a client that trickles its fields a byte at a time.
+///
+/// Each exchange only moves the deadline; one timer per connection checks it when it is due,
+/// and goes again for a deadline moved later.
 final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -53,6 +56,8 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let timeout: TimeAmount
+    /// When the connection closes unless a head comes; `nil` while a request is answered.
+    private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
 
     init(timeout: TimeAmount) {
@@ -69,16 +74,16 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.disarm()
+        self.stop()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        self.disarm()
+        self.stop()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = Self.unwrapInboundIn(data) { self.disarm() }
+        if case .head = Self.unwrapInboundIn(data) { self.deadline = nil }
         context.fireChannelRead(data)
     }
 
@@ -88,14 +93,27 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func arm(_ context: ChannelHandlerContext) {
-        self.disarm()
-        let channel = context.channel
-        self.timer = context.eventLoop.scheduleTask(in: self.timeout) { channel.close(promise: nil) }
+        let deadline = NIODeadline.now() + self.timeout
+        self.deadline = deadline
+        if self.timer == nil { self.schedule(at: deadline, context) }
     }
 
-    private func disarm() {
+    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.timer = nil
+            guard let deadline = self.deadline else { return }
+            if deadline <= .now() {
+                context.close(promise: nil)
+            } else {
+                self.schedule(at: deadline, context)
+            }
+        }
+    }
+
+    private func stop() {
         self.timer?.cancel()
         self.timer = nil
+        self.deadline = nil
     }
 }
 
