@@ -1,6 +1,5 @@
 import Foundation
 import HTTPTypes
-import NIOCore
 
 /// What a proxy changes in the fields it passes on (RFC 9110 §7.6): hop-by-hop fields go,
 /// `Via` gains the proxy, and `Forwarded` says who asked (RFC 7239).
@@ -40,10 +39,10 @@ enum ForwardedFields {
         Self.hopByHop.contains(name) || name.hasPrefix("proxy-")
     }
 
-    /// The request's `Forwarded` element for a client at `address` that asked for `host`
-    /// over `proto` (RFC 7239 §4–6).
-    static func forwardedElement(for address: SocketAddress?, host: String?, proto: String) -> String {
-        var element = "for=" + Self.node(address)
+    /// The request's `Forwarded` element for a client at the IP address `ip` that asked for
+    /// `host` over `proto` (RFC 7239 §4–6).
+    static func forwardedElement(for ip: String?, host: String?, proto: String) -> String {
+        var element = "for=" + Self.node(ip)
         if let host, !host.isEmpty { element += ";host=" + Self.quoted(host) }
         element += ";proto=" + proto
         return element
@@ -51,8 +50,8 @@ enum ForwardedFields {
 
     /// The client's node in a `Forwarded` element: an IPv4 address as it is, an IPv6 one in
     /// quoted brackets, `unknown` when not known.
-    private static func node(_ address: SocketAddress?) -> String {
-        guard let ip = address?.ipAddress else { return "unknown" }
+    private static func node(_ ip: String?) -> String {
+        guard let ip else { return "unknown" }
         return ip.utf8.contains(UInt8(ascii: ":")) ? "\"[\(ip)]\"" : ip
     }
 

@@ -252,7 +252,8 @@ struct ProxyResponder: Responder {
     /// The request to send to the origin (or answer from the cache) for `request`.
     func upstreamRequest(for request: ServerRequest) -> HTTPRequest {
         let head = request.head
-        let isTrusted = request.remote?.ipAddress.map { self.configuration.trustedProxies.contains($0) } ?? false
+        let clientIP = request.remote?.ipAddress
+        let isTrusted = clientIP.map { self.configuration.trustedProxies.contains($0) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
         var fields = ForwardedFields.removingHopByHop(request.fields).filter { field in
             let name = field.name.canonicalName
@@ -264,10 +265,10 @@ struct ProxyResponder: Responder {
         fields.append(
             HTTPField(
                 name: .forwarded,
-                value: ForwardedFields.forwardedElement(for: request.remote, host: clientHost, proto: "http")
+                value: ForwardedFields.forwardedElement(for: clientIP, host: clientHost, proto: "http")
             )
         )
-        if let client = request.remote?.ipAddress { fields.append(HTTPField(name: .xForwardedFor, value: client)) }
+        if let clientIP { fields.append(HTTPField(name: .xForwardedFor, value: clientIP)) }
         var result = HTTPFields(fields)
         if !isTrusted || result[.xForwardedProto] == nil { result[.xForwardedProto] = "http" }
         if let clientHost, !isTrusted || result[.xForwardedHost] == nil { result[.xForwardedHost] = clientHost }
