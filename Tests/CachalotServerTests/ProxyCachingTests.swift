@@ -36,6 +36,27 @@ struct ProxyCachingTests {
         try await proxy.stop()
     }
 
+    @Test("Pipelined requests are answered in order, whether from the cache at once or from the origin")
+    func pipelinedInOrder() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "body of \(request.path ?? "?")")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        // A miss, then a hit of what it stored, a miss, and a hit again, sent in one write.
+        let requests = ["/a", "/a", "/b", "/a"].enumerated().map { index, path in
+            "GET \(path) HTTP/1.1\r\nHost: x\r\n" + (index == 3 ? "Connection: close\r\n" : "") + "\r\n"
+        }
+        let received = try await RawClient.exchange(requests.joined(), port: proxy.port)
+        // Bodies end without a line break: each status line follows the body before it on its line.
+        #expect(received.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 5, "\(received)")
+        let bodies = received.components(separatedBy: "body of ").dropFirst().map { $0.prefix(2) }
+        #expect(bodies == ["/a", "/a", "/b", "/a"])
+        let statuses = received.components(separatedBy: "\r\n").filter { $0.hasPrefix("Cache-Status:") }
+        #expect(statuses.map { $0.contains("hit") } == [false, true, false, true])
+        #expect(origin.requests.map(\.path) == ["/a", "/b"])
+        try await proxy.stop()
+    }
+
     @Test("A response the shared rules forbid storing (private) is relayed and not stored")
     func privateIsNotStored() async throws {
         let origin = try await TestOrigin.start { _ in
