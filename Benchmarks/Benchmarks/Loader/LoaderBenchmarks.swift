@@ -240,6 +240,25 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(ratio, measured)
     }
 
+    // The same with no disk tier: what is left of a miss's cost when nothing is written.
+    Benchmark(
+        "miss answered with no disk tier, settled before the next, against the transport alone, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        let requests = fixtures.requests.prefix(10)
+        let measured = try await timedInAlternatingOrder(iteration) {
+            try await timedOneByOne(requests, settle: { await fixtures.memoryMissLoader.waitForBackgroundWork() }) {
+                blackHole(try await fixtures.memoryMissLoader.load($0))
+            }
+        } timingBaseline: {
+            try await timedOneByOne(requests) { blackHole(try await readAll(fixtures.transport.send($0, body: nil))) }
+        }
+        benchmark.measurement(ratio, measured)
+    }
+
     // The same misses with no disk tier: what writing each response to disk after answering
     // costs the next loads on this machine's two cores.
     Benchmark(
