@@ -128,6 +128,19 @@ func timedOneByOne(
     return total
 }
 
+/// Ten misses through `loader`, each load's background work (its disk write) settled, untimed,
+/// before the next, against the same requests through the transport alone, in alternating order.
+func settledMisses(through loader: ResourceLoader, _ fixtures: Fixtures, _ iteration: Int) async throws -> Int {
+    let requests = fixtures.requests.prefix(10)
+    return try await timedInAlternatingOrder(iteration) {
+        try await timedOneByOne(requests, settle: { await loader.waitForBackgroundWork() }) {
+            blackHole(try await loader.load($0))
+        }
+    } timingBaseline: {
+        try await timedOneByOne(requests) { blackHole(try await readAll(fixtures.transport.send($0, body: nil))) }
+    }
+}
+
 /// Reads a transport's answer whole, as the loader does.
 func readAll(_ reply: HTTPTransportResponse) async throws -> Data {
     var data = Data()
@@ -229,15 +242,7 @@ let benchmarks: @Sendable () -> Void = {
         benchmark in
         let fixtures = fixtures!
         iteration += 1
-        let requests = fixtures.requests.prefix(10)
-        let measured = try await timedInAlternatingOrder(iteration) {
-            try await timedOneByOne(requests, settle: { await fixtures.missLoader.waitForBackgroundWork() }) {
-                blackHole(try await fixtures.missLoader.load($0))
-            }
-        } timingBaseline: {
-            try await timedOneByOne(requests) { blackHole(try await readAll(fixtures.transport.send($0, body: nil))) }
-        }
-        benchmark.measurement(ratio, measured)
+        benchmark.measurement(ratio, try await settledMisses(through: fixtures.missLoader, fixtures, iteration))
     }
 
     // The same with no disk tier: what is left of a miss's cost when nothing is written.
@@ -248,15 +253,7 @@ let benchmarks: @Sendable () -> Void = {
         benchmark in
         let fixtures = fixtures!
         iteration += 1
-        let requests = fixtures.requests.prefix(10)
-        let measured = try await timedInAlternatingOrder(iteration) {
-            try await timedOneByOne(requests, settle: { await fixtures.memoryMissLoader.waitForBackgroundWork() }) {
-                blackHole(try await fixtures.memoryMissLoader.load($0))
-            }
-        } timingBaseline: {
-            try await timedOneByOne(requests) { blackHole(try await readAll(fixtures.transport.send($0, body: nil))) }
-        }
-        benchmark.measurement(ratio, measured)
+        benchmark.measurement(ratio, try await settledMisses(through: fixtures.memoryMissLoader, fixtures, iteration))
     }
 
     // The same misses with no disk tier: what writing each response to disk after answering

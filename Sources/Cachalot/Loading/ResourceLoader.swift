@@ -265,18 +265,15 @@ public final class ResourceLoader: Sendable {
             resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
             let reason: Resource.ForwardReason
-            if let cached, policy != .reloadIgnoringCacheData {
-                let stored = cached.response.stored
+            switch lookup {
+            case .found(let response, _)?:
+                let stored = response.stored
                 let isFresh =
                     stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: now)
                 reason = isFresh && !stored.cacheControl.isNoCache ? .request : .stale
-            } else {
-                switch lookup {
-                case _ where policy == .reloadIgnoringCacheData: reason = .bypass
-                case .none?: reason = .uriMiss
-                case .otherVariants?: reason = .varyMiss
-                case .found?, nil: reason = .miss
-                }
+            case .absent?: reason = .uriMiss
+            case .otherVariants?: reason = .varyMiss
+            case nil: reason = policy == .reloadIgnoringCacheData ? .bypass : .miss
             }
             return .exchange(key, validating: decision == .validate ? cached?.response : nil, reason: reason)
         }

@@ -39,7 +39,7 @@ struct ResponseStore: Sendable {
 
     /// The stored response that `request` selects under `url`, and where it was.
     func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> Lookup {
-        guard let (entry, tier) = try self.entry(url) else { return .none }
+        guard let (entry, tier) = try self.entry(url) else { return .absent }
         switch entry {
         case .response(let response):
             return .found(response, tier)
@@ -57,7 +57,7 @@ struct ResponseStore: Sendable {
         /// tier it came from.
         case found(CachedResponse, StorageTier)
         /// Nothing for the request's URL.
-        case none
+        case absent
         /// Responses for the URL that vary, none of them for the request's variant.
         case otherVariants
     }

@@ -11,10 +11,6 @@ final class LogRecorder: Sendable {
         Logger(label: label) { _ in Handler(recorder: self) }
     }
 
-    var messages: [String] {
-        self.state.withLock { $0.messages }
-    }
-
     /// Waits until a message containing `text` has been logged.
     func wait(for text: String) async {
         await withCheckedContinuation { continuation in
