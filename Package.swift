@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "CachalotImages", targets: ["CachalotImages"]),
         .library(name: "CachalotTestOrigin", targets: ["CachalotTestOrigin"]),
         .library(name: "CachalotServer", targets: ["CachalotServer"]),
+        .library(name: "CachalotPostgres", targets: ["CachalotPostgres"]),
         .executable(name: "cachalot", targets: ["CachalotCLI"]),
     ],
     dependencies: [
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(name: "CCachalotCore"),
@@ -86,11 +88,25 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CachalotPostgres",
+            dependencies: [
+                "Cachalot",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "CachalotCLI",
             dependencies: [
                 "Cachalot",
                 "CachalotAsyncHTTPClient",
+                "CachalotPostgres",
                 "CachalotServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -153,6 +169,20 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CachalotPostgresTests",
+            dependencies: [
+                "Cachalot",
+                "CachalotPostgres",
+                "CachalotTesting",
+                "CachalotTestOrigin",
+                "CachalotAsyncHTTPClient",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -156,6 +156,7 @@ struct Get: AsyncParsableCommand {
         switch source {
         case .memory: "memory"
         case .disk: "disk"
+        case .shared: "shared"
         case .network: "network"
         case .revalidated: "revalidated (304)"
         case .stale(.maxStale): "stale (max-stale)"

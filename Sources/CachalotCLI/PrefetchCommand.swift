@@ -218,7 +218,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     static func kind(_ source: Resource.Source) -> String {
         switch source {
         case .network: "fetched"
-        case .memory, .disk: "already fresh"
+        case .memory, .disk, .shared: "already fresh"
         case .revalidated: "revalidated"
         case .stale, .generated: "stale"
         }

@@ -64,11 +64,11 @@ struct AdminResponder: Responder {
         let removed: Int
         do {
             if let target = query["url"], let url = self.originURL(target) {
-                removed = try self.server.loader.removeResponses(for: url)
+                removed = try await self.server.loader.removeResponses(for: url)
             } else if let prefix = query["prefix"], let url = self.originURL(prefix) {
-                removed = try self.server.loader.removeResponses(withPrefix: url.absoluteString)
+                removed = try await self.server.loader.removeResponses(withPrefix: url.absoluteString)
             } else if let tag = query["tag"], !tag.isEmpty {
-                removed = try self.server.loader.removeResponses(taggedWith: tag)
+                removed = try await self.server.loader.removeResponses(taggedWith: tag)
             } else {
                 try await writer.respond(
                     HTTPResponse(status: .badRequest),

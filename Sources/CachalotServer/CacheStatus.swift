@@ -22,6 +22,9 @@ struct CacheStatus: Sendable, CustomStringConvertible {
         switch answer.source {
         case .memory, .disk:
             self.hit = true
+        case .shared:
+            self.hit = true
+            self.detail = "shared"
         case .stale(.whileRevalidating):
             self.hit = true
             self.detail = "stale-while-revalidate"

@@ -9,10 +9,10 @@ import Foundation
 /// checksum 1.0 µs, a serial CRC-32C with the same instruction 2.9 µs, XXH3 1.7–2.8 µs, zlib's
 /// crc32 5.2 µs; a warm 32 KiB get is about 6–7 µs. It needs no library of the system, and
 /// 64-bit ARM (Apple's processors among them) has the same instruction.
-struct BodyChecksum {
+package struct BodyChecksum {
     private var state = cachalot_body_checksum_state()
 
-    init() {
+    package init() {
         cachalot_body_checksum_init(&self.state)
     }
 
@@ -21,12 +21,12 @@ struct BodyChecksum {
         cachalot_body_checksum_update(&self.state, start, bytes.count)
     }
 
-    mutating func update(_ data: Data) {
+    package mutating func update(_ data: Data) {
         data.withUnsafeBytes { self.update($0) }
     }
 
     /// The checksum of everything given so far.
-    var value: UInt32 {
+    package var value: UInt32 {
         withUnsafePointer(to: self.state) { cachalot_body_checksum_final($0) }
     }
 
@@ -34,7 +34,7 @@ struct BodyChecksum {
         cachalot_body_checksum(bytes.baseAddress, bytes.count)
     }
 
-    static func of(_ data: Data) -> UInt32 {
+    package static func of(_ data: Data) -> UInt32 {
         data.withUnsafeBytes { Self.of($0) }
     }
 }

@@ -3,10 +3,10 @@ import Crypto
 /// The SHA-256 digest of a cache key: the name of its entry's file and its identity in the
 /// journal. No key, however long or strange, can reach outside the cache directory or exceed a
 /// file-name limit through its digest.
-struct KeyDigest: Hashable, Sendable {
+package struct KeyDigest: Hashable, Sendable {
     let words: (UInt64, UInt64, UInt64, UInt64)
 
-    init(key: String) {
+    package init(key: String) {
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         var key = key
         let digest = key.withUTF8 { SHA256.hash(data: $0) }
@@ -39,7 +39,7 @@ struct KeyDigest: Hashable, Sendable {
     }
 
     /// The 32 raw bytes.
-    var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         withUnsafeBytes(of: self.words) { Array($0) }
     }
 
@@ -131,11 +131,11 @@ struct KeyDigest: Hashable, Sendable {
         value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &- 10 &+ value
     }
 
-    static func == (lhs: KeyDigest, rhs: KeyDigest) -> Bool {
+    package static func == (lhs: KeyDigest, rhs: KeyDigest) -> Bool {
         lhs.words == rhs.words
     }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         // The digest is already uniformly distributed: one word is enough.
         hasher.combine(self.words.0)
     }

@@ -94,6 +94,8 @@ public struct Resource: Sendable {
         case memory
         /// A fresh response from the disk tier.
         case disk
+        /// A fresh response from a shared tier (see ``AsyncDataCaching``).
+        case shared
         /// The origin's response, with nothing stored that could be used or validated.
         case network
         /// A stored response the origin confirmed with 304 (Not Modified).

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 
 extension ResourceLoader {
-    /// Removes what is stored for `url`, every `Vary` variant of it included, from memory and
-    /// disk: the next load of it goes to the origin.
+    /// Removes what is stored for `url`, every `Vary` variant of it included, from every tier:
+    /// the next load of it goes to the origin.
     ///
     /// - Returns: How many entries were removed (a URL that varies has one entry for the URL
     ///   and one per variant, in each tier).
@@ -11,12 +11,12 @@ extension ResourceLoader {
     ///   removed was), or is not a ``DiskCache``, which alone can list its keys.
     /// - Complexity: O(*n*) in the number of stored entries: for administration, not a hot path.
     @discardableResult
-    public func removeResponses(for url: URL) throws(CacheError) -> Int {
+    public func removeResponses(for url: URL) async throws(CacheError) -> Int {
         guard let key = ResponseKey(of: HTTPRequest(method: .get, url: url), transform: self.configuration.keyTransform)
         else { return 0 }
         let url = key.string
         let variants = url + "\n"
-        return try self.removeResponses { key, _ in key == url || key.hasPrefix(variants) }
+        return try await self.removeResponses { key, _ in key == url || key.hasPrefix(variants) }
     }
 
     /// Removes every stored response whose URL starts with `prefix` (as the loader keys it:
@@ -27,8 +27,8 @@ extension ResourceLoader {
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
     /// - Complexity: O(*n*) in the number of stored entries.
     @discardableResult
-    public func removeResponses(withPrefix prefix: String) throws(CacheError) -> Int {
-        try self.removeResponses { key, _ in key.hasPrefix(prefix) }
+    public func removeResponses(withPrefix prefix: String) async throws(CacheError) -> Int {
+        try await self.removeResponses { key, _ in key.hasPrefix(prefix) }
     }
 
     /// Removes every stored response tagged with `tag`: one of the surrogate keys its origin
@@ -39,13 +39,26 @@ extension ResourceLoader {
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
     /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
     @discardableResult
-    public func removeResponses(taggedWith tag: String) throws(CacheError) -> Int {
-        try self.removeResponses { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
+    public func removeResponses(taggedWith tag: String) async throws(CacheError) -> Int {
+        try await self.removeResponses { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
     }
 
     /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
-    /// response (`nil` for a list of variants), in memory and on disk.
+    /// response (`nil` for a list of variants), in every tier.
     private func removeResponses(
+        where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
+    ) async throws(CacheError) -> Int {
+        var removed = try self.removeLocalResponses(where: isRemoved)
+        for tier in self.store.shared {
+            removed += try await tier.removeValues { key, metadata in
+                isRemoved(key) { StoredResponse(decoding: metadata) }
+            }
+        }
+        return removed
+    }
+
+    /// Removes every entry that `isRemoved` accepts in memory and on disk.
+    private func removeLocalResponses(
         where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
     ) throws(CacheError) -> Int {
         let disk = self.store.disk as? DiskCache

@@ -10,6 +10,8 @@ extension ResourceLoader {
         public var memoryHits = 0
         /// Loads answered by a fresh response from disk.
         public var diskHits = 0
+        /// Loads answered by a fresh response from a shared tier.
+        public var sharedHits = 0
         /// Loads answered with a whole response from the origin (not a 304): nothing stored
         /// could be used, or the policy or method asked the origin.
         public var misses = 0
@@ -39,6 +41,7 @@ final class LoaderCounters: Sendable {
     private let requests = Atomic<Int>(0)
     private let memoryHits = Atomic<Int>(0)
     private let diskHits = Atomic<Int>(0)
+    private let sharedHits = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
     private let revalidations = Atomic<Int>(0)
     private let notModified = Atomic<Int>(0)
@@ -52,6 +55,7 @@ final class LoaderCounters: Sendable {
         let requests: Counter
         let memoryHits: Counter
         let diskHits: Counter
+        let sharedHits: Counter
         let misses: Counter
         let revalidations: Counter
         let notModified: Counter
@@ -65,6 +69,7 @@ final class LoaderCounters: Sendable {
             self.requests = Counter(label: "\(label).requests", factory: factory)
             self.memoryHits = Counter(label: "\(label).hits", dimensions: [("tier", "memory")], factory: factory)
             self.diskHits = Counter(label: "\(label).hits", dimensions: [("tier", "disk")], factory: factory)
+            self.sharedHits = Counter(label: "\(label).hits", dimensions: [("tier", "shared")], factory: factory)
             self.misses = Counter(label: "\(label).misses", factory: factory)
             self.revalidations = Counter(label: "\(label).revalidations", factory: factory)
             self.notModified = Counter(label: "\(label).not_modified", factory: factory)
@@ -88,6 +93,7 @@ final class LoaderCounters: Sendable {
         statistics.requests = self.requests.load(ordering: .relaxed)
         statistics.memoryHits = self.memoryHits.load(ordering: .relaxed)
         statistics.diskHits = self.diskHits.load(ordering: .relaxed)
+        statistics.sharedHits = self.sharedHits.load(ordering: .relaxed)
         statistics.misses = self.misses.load(ordering: .relaxed)
         statistics.revalidations = self.revalidations.load(ordering: .relaxed)
         statistics.notModified = self.notModified.load(ordering: .relaxed)
@@ -112,6 +118,9 @@ final class LoaderCounters: Sendable {
         case .disk:
             self.diskHits.wrappingAdd(1, ordering: .relaxed)
             self.metrics?.diskHits.increment()
+        case .shared:
+            self.sharedHits.wrappingAdd(1, ordering: .relaxed)
+            self.metrics?.sharedHits.increment()
         case .network:
             self.misses.wrappingAdd(1, ordering: .relaxed)
             self.metrics?.misses.increment()

@@ -116,7 +116,9 @@ extension ResourceLoader {
         policy: CachePolicy?,
         priority: Priority
     ) async throws -> ResourceStream {
-        let step = try self.step(for: request, policy: policy)
+        var step = try self.step(for: request, policy: policy)
+        if case .answer(let resource) = step { return ResourceStream(resource) }
+        step = await self.consultingSharedTiers(step, for: request, policy: policy)
         if case .answer(let resource) = step { return ResourceStream(resource) }
         guard case .exchange(let key, let validating, let reason) = step else {
             return try await self.withHostSlot(of: request, priority: priority) {

@@ -50,6 +50,8 @@ public final class ResourceLoader: Sendable {
     let pending: PendingWork
     /// Responses stored in memory, on their way to disk in the order they were stored.
     private let writes: OrderedWrites
+    /// Responses on their way to the shared tiers.
+    private let sharedWrites: SharedWrites
 
     /// Makes a loader.
     ///
@@ -57,6 +59,9 @@ public final class ResourceLoader: Sendable {
     ///   - configuration: Rules, policy, limits; see ``Configuration`` for the defaults.
     ///   - transport: What sends requests.
     ///   - disk: The disk tier, usually a ``DiskCache``; `nil` for none.
+    ///   - shared: The tiers below the disk, shared with other machines (see
+    ///     ``AsyncDataCaching``), asked in order when memory and disk have nothing to use.
+    ///     Default: none.
     ///   - now: The wall clock by which responses age. Default: ``WallClock/now()``, the
     ///     system's read to the kernel's tick, as fine as HTTP's whole seconds need. Tests inject one.
     ///   - logger: Where the loader logs, at debug level. Default: nowhere.
@@ -65,6 +70,7 @@ public final class ResourceLoader: Sendable {
         configuration: Configuration = Configuration(),
         transport: any HTTPTransport,
         disk: (any DataCaching)? = nil,
+        shared: [any AsyncDataCaching] = [],
         now: @escaping @Sendable () -> Date = WallClock.now,
         logger: Logger = Logger(label: "cachalot", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(CacheError) {
@@ -76,7 +82,7 @@ public final class ResourceLoader: Sendable {
             : try MemoryCache<ResponseKey, StoredEntry>(configuration: .init(costLimit: configuration.memoryCostLimit))
         self.configuration = configuration
         self.transport = transport
-        self.store = ResponseStore(memory: memory, disk: disk)
+        self.store = ResponseStore(memory: memory, disk: disk, shared: shared)
         self.now = now
         self.logger = logger
         self.counters = LoaderCounters(configuration.metrics)
@@ -85,6 +91,7 @@ public final class ResourceLoader: Sendable {
         let pending = PendingWork()
         self.pending = pending
         self.writes = OrderedWrites(counting: pending)
+        self.sharedWrites = SharedWrites(counting: pending, largestBacklog: Self.largestWriteBacklog)
         self.coalescer = Coalescer(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
         let limit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
@@ -173,7 +180,13 @@ public final class ResourceLoader: Sendable {
         priority: Priority,
         perform: (Step, HTTPRequest, Data?) async throws -> Resource
     ) async throws -> Resource {
-        var resource = try await perform(step, request, body)
+        /// Asks the shared tiers before the network, then the network if they have nothing.
+        func take(_ step: Step, _ request: HTTPRequest, _ body: Data?) async throws -> Resource {
+            let step = await self.consultingSharedTiers(step, for: request, policy: policy)
+            if case .answer(let answer) = step { return answer }
+            return try await perform(step, request, body)
+        }
+        var resource = try await take(step, request, body)
         var (request, body) = (request, body)
         var redirects: [URL] = []
         while redirects.count < self.configuration.maximumRedirects,
@@ -183,12 +196,7 @@ public final class ResourceLoader: Sendable {
         {
             redirects.append(url)
             (request, body) = next
-            let step = try self.step(for: request, policy: policy)
-            if case .answer(let answer) = step {
-                resource = answer
-            } else {
-                resource = try await perform(step, request, body)
-            }
+            resource = try await take(try self.step(for: request, policy: policy), request, body)
         }
         resource.redirects = redirects
         return resource
@@ -234,6 +242,35 @@ public final class ResourceLoader: Sendable {
         return step
     }
 
+    /// `step` taken again with what the shared tiers hold, when it needs the network only
+    /// because memory and disk had nothing to use: a response found there is promoted to the
+    /// tiers above it and decided on as if it had been found in memory. The step is left as it
+    /// is when the request or the policy would not use what a tier holds, or no shared tier has
+    /// a response newer than the one the step validates.
+    func consultingSharedTiers(_ step: Step, for request: HTTPRequest, policy: CachePolicy?) async -> Step {
+        guard !self.store.shared.isEmpty, case .exchange(let key, let validating, let reason) = step,
+            reason != .request, reason != .bypass
+        else { return step }
+        let found = await self.store.lookupShared(key, for: request) { error in
+            self.logger.debug(
+                "Reading a shared tier failed; going on without it",
+                metadata: ["key": "\(key.string)", "error": "\(error)"]
+            )
+        }
+        guard let found,
+            validating.map({ found.response.stored.responseTime > $0.stored.responseTime }) ?? true
+        else { return step }
+        await self.write(found.promotion, key: key, run: nil)
+        let step = self.decide(
+            request,
+            key: key,
+            policy: policy ?? self.configuration.policy,
+            lookup: .found(found.response, found.tier)
+        )
+        if case .answer(let resource) = step { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return step
+    }
+
     /// The step for `request`, uncounted.
     private func decide(_ request: HTTPRequest, policy: CachePolicy?) throws -> Step {
         guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
@@ -243,6 +280,17 @@ public final class ResourceLoader: Sendable {
         let policy = policy ?? self.configuration.policy
         // A reload ignores what is stored: no need to read it (from disk, perhaps).
         let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request)
+        return self.decide(request, key: key, policy: policy, lookup: lookup)
+    }
+
+    /// The step for `request` given what is stored for it (`nil` if it was not read, or
+    /// reading it failed), uncounted.
+    private func decide(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        policy: CachePolicy,
+        lookup: ResponseStore.Lookup?
+    ) -> Step {
         var cached: (response: CachedResponse, tier: StorageTier)?
         if case .found(let response, let tier) = lookup { cached = (response, tier) }
         let now = self.now()
@@ -255,7 +303,13 @@ public final class ResourceLoader: Sendable {
         let resource: Resource
         switch (decision, cached) {
         case (.useStored(.fresh), let cached?):
-            resource = self.answer(cached.response, source: cached.tier == .memory ? .memory : .disk, at: now)
+            let source: Resource.Source =
+                switch cached.tier {
+                case .memory: .memory
+                case .disk: .disk
+                case .shared: .shared
+                }
+            resource = self.answer(cached.response, source: source, at: now)
         case (.useStored(.stale(let reason)), let cached?):
             resource = self.answer(cached.response, source: .stale(reason), at: now)
         case (.useStoredAndRevalidate, let cached?):
@@ -593,7 +647,12 @@ public final class ResourceLoader: Sendable {
         try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
             let key = ResponseKey(self.configuration.keyTransform?(url) ?? url)
-            do { try self.store.remove(key) } catch {
+            do throws(CacheError) {
+                try self.store.remove(key)
+                // Waited for, so that the next load here cannot find in a shared tier what
+                // this answer made outdated.
+                try await self.store.removeShared(key)
+            } catch {
                 self.logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
@@ -703,38 +762,53 @@ public final class ResourceLoader: Sendable {
         }
     }
 
-    /// Stores `response` in memory now, and on disk once the run's callers have their answer
-    /// (or, without a run, from a task of lower priority): a miss does not wait for the disk,
-    /// unless the disk is ``largestWriteBacklog`` behind, or there is no memory tier (then the
-    /// response is on disk before the caller goes on, so that the next load finds it). Disk
-    /// writes are made in the order of this call.
+    /// Stores `response` in memory now, and in the other tiers later (see
+    /// ``write(_:key:run:)``).
     func save(
         _ response: CachedResponse,
         key: ResponseKey,
         request: HTTPRequest,
         run: Coalescer<Resource>.Run?
     ) async {
-        let write = self.store.store(response, url: key, request: request)
-        let ticket = self.writes.enqueue(bytes: response.body.count) { [logger, counters] in
+        await self.write(self.store.store(response, url: key, request: request), key: key, run: run)
+    }
+
+    /// Makes `writes`: on disk once the run's callers have their answer (or, without a run,
+    /// from a task of lower priority), so that a miss does not wait for the disk, unless the
+    /// disk is ``largestWriteBacklog`` behind (then the caller makes the writes, or waits, so
+    /// that the queue, held in memory, stays bounded) or there is no memory tier (then the
+    /// response is on disk before the caller goes on, so that the next load finds it); in the
+    /// shared tiers from a task of their own, never waited for. Disk writes are made in the
+    /// order of this call.
+    func write(_ writes: ResponseStore.Writes, key: ResponseKey, run: Coalescer<Resource>.Run?) async {
+        let ticket = self.writes.enqueue(bytes: writes.bytes) { [logger, counters] in
             do {
-                try write.perform()
+                try writes.disk()
             } catch {
                 counters.storageFailure()
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
+            }
+        }
+        if let shared = writes.shared {
+            self.sharedWrites.enqueue(bytes: writes.bytes) { [logger] () async in
+                do throws(CacheError) { try await shared() } catch {
+                    logger.debug(
+                        "Storing a response in a shared tier failed",
+                        metadata: ["key": "\(key.string)", "error": "\(error)"]
+                    )
+                }
             }
         }
         if self.store.memory == nil {
             self.writes.drain()
             await self.writes.wait(untilMade: ticket)
         } else if ticket.backlog > Self.largestWriteBacklog {
-            // Writes queue up faster than the disk (or the CPU left for it) makes them: the
-            // caller makes them, or waits, so that the queue, held in memory, stays bounded.
             self.writes.drain()
             await self.writes.wait(untilBacklogIsAtMost: Self.largestWriteBacklog)
         } else if let run {
-            run.afterAnswering.add { [writes] in writes.drain() }
+            run.afterAnswering.add { [writes = self.writes] in writes.drain() }
         } else {
-            Task(priority: .background) { [writes] in writes.drain() }
+            Task(priority: .background) { [writes = self.writes] in writes.drain() }
         }
     }
 

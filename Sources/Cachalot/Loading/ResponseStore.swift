@@ -27,15 +27,20 @@ enum StoredEntry: Sendable {
 }
 
 /// Where a stored response was found.
-enum StorageTier: Sendable {
+enum StorageTier: Sendable, Equatable {
     case memory, disk
+    /// The shared tier at this index of ``ResponseStore/shared``.
+    case shared(Int)
 }
 
-/// The loader's responses in the memory tier, over the disk tier: keys, variants, and the
-/// metadata format. A disk hit is promoted to memory.
+/// The loader's responses in the memory tier, over the disk tier, over the shared tiers that
+/// answer after a wait: keys, variants, and the metadata format. A hit in a tier is promoted to
+/// every tier above it; a store and a removal reach every tier.
 struct ResponseStore: Sendable {
     let memory: MemoryCache<ResponseKey, StoredEntry>?
     let disk: (any DataCaching)?
+    /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:)``.
+    let shared: [any AsyncDataCaching]
 
     /// The stored response that `request` selects under `url`, and where it was.
     func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> Lookup {
@@ -62,18 +67,97 @@ struct ResponseStore: Sendable {
         case otherVariants
     }
 
+    /// The stored response that `request` selects under `url` in the shared tiers, from the
+    /// first that has one, promoted to memory at once; `nil` if none has one. A tier that fails
+    /// counts as one that has none: `failed` is told of its error.
+    ///
+    /// - Returns: The response, its tier, and the writes that promote it to the disk tier and
+    ///   the shared tiers above its own, for the caller to make when it suits.
+    func lookupShared(
+        _ url: ResponseKey,
+        for request: HTTPRequest,
+        failed: (CacheError) -> Void
+    ) async -> (response: CachedResponse, tier: StorageTier, promotion: Writes)? {
+        for (index, tier) in self.shared.enumerated() {
+            do throws(CacheError) {
+                guard let entry = try await Self.entry(url, in: tier) else { continue }
+                var key = url
+                var found = entry
+                if case .variants(let names) = entry {
+                    key = url.variant(names: names, request: request)
+                    guard let variant = try await Self.entry(key, in: tier) else { continue }
+                    found = variant
+                }
+                guard case .response(let response) = found else { continue }
+                let promotion = self.store(response, url: url, request: request, sharedTiers: 0..<index)
+                return (response, .shared(index), promotion)
+            } catch {
+                failed(error)
+            }
+        }
+        return nil
+    }
+
+    private static func entry(_ key: ResponseKey, in tier: any AsyncDataCaching) async throws(CacheError)
+        -> StoredEntry?
+    {
+        guard let stored = try await tier.entry(forKey: key.string) else { return nil }
+        guard let entry = Self.decode(stored) else {
+            // Metadata this version cannot read: the entry is of no use.
+            try await tier.removeValue(forKey: key.string)
+            return nil
+        }
+        return entry
+    }
+
     /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in
-    /// memory at once; returns the write to disk, for the caller to make when it suits.
-    func store(_ response: CachedResponse, url: ResponseKey, request: HTTPRequest) -> DiskWrite {
+    /// memory at once; returns the writes to the disk tier and to `sharedTiers` (default: every
+    /// shared tier), for the caller to make when it suits.
+    func store(
+        _ response: CachedResponse,
+        url: ResponseKey,
+        request: HTTPRequest,
+        sharedTiers: Range<Int>? = nil
+    ) -> Writes {
         let (key, names) = self.key(for: response.stored, url: url, request: request)
         let entries: [(StoredEntry, ResponseKey)] =
             names.isEmpty ? [(.response(response), key)] : [(.variants(names), url), (.response(response), key)]
         for (entry, key) in entries {
             try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         }
-        return DiskWrite { () throws(CacheError) in
-            for (entry, key) in entries { try self.write(entry, forKey: key) }
+        let tiers = Array(self.shared[sharedTiers ?? self.shared.indices])
+        var shared: (@Sendable () async throws(CacheError) -> Void)?
+        if !tiers.isEmpty {
+            shared = { () async throws(CacheError) in try await Self.write(entries, to: tiers) }
         }
+        return Writes(
+            disk: { () throws(CacheError) in
+                for (entry, key) in entries { try self.write(entry, forKey: key) }
+            },
+            shared: shared,
+            bytes: response.body.count
+        )
+    }
+
+    /// Writes `entries` to each of `tiers`, going on past a tier that fails.
+    ///
+    /// - Throws: The last failure, if any tier failed.
+    private static func write(
+        _ entries: [(StoredEntry, ResponseKey)],
+        to tiers: [any AsyncDataCaching]
+    ) async throws(CacheError) {
+        var failure: CacheError?
+        for tier in tiers {
+            do throws(CacheError) {
+                for (entry, key) in entries {
+                    let (data, metadata) = Self.encode(entry)
+                    try await tier.set(data, forKey: key.string, metadata: metadata)
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// The key a response to `request` is stored under, and the `Vary` names the URL's own key
@@ -95,15 +179,31 @@ struct ResponseStore: Sendable {
         try self.write(entry, forKey: url)
     }
 
-    /// The disk half of storing a response.
-    struct DiskWrite: Sendable {
-        let perform: @Sendable () throws(CacheError) -> Void
+    /// The halves of storing a response that come after memory: to the disk tier, which does
+    /// not wait, and to the shared tiers (`nil` if it goes to none), which do.
+    struct Writes: Sendable {
+        let disk: @Sendable () throws(CacheError) -> Void
+        let shared: (@Sendable () async throws(CacheError) -> Void)?
+        /// The body's size, which the writes hold in memory until they are made.
+        let bytes: Int
     }
 
-    /// Removes what is stored under `url`. Variants become unreachable and age out.
+    /// Removes what is stored under `url` in memory and on disk; ``removeShared(_:)`` does it in
+    /// the shared tiers. Variants become unreachable and age out.
     func remove(_ url: ResponseKey) throws(CacheError) {
         _ = self.memory?.removeValue(forKey: url)
         try self.disk?.removeValue(forKey: url.string)
+    }
+
+    /// Removes what is stored under `url` in every shared tier, going on past a tier that fails.
+    ///
+    /// - Throws: The last tier's error, if any failed.
+    func removeShared(_ url: ResponseKey) async throws(CacheError) {
+        var failure: CacheError?
+        for tier in self.shared {
+            do throws(CacheError) { try await tier.removeValue(forKey: url.string) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     private func entry(_ key: ResponseKey) throws(CacheError) -> (StoredEntry, StorageTier)? {
@@ -121,11 +221,16 @@ struct ResponseStore: Sendable {
     }
 
     private func write(_ entry: StoredEntry, forKey key: ResponseKey) throws(CacheError) {
+        guard let disk = self.disk else { return }
+        let (data, metadata) = Self.encode(entry)
+        try disk.set(data, forKey: key.string, metadata: metadata)
+    }
+
+    /// An entry as the bytes and metadata a byte tier keeps: see ``decode(_:)``.
+    private static func encode(_ entry: StoredEntry) -> (data: Data, metadata: Data) {
         switch entry {
-        case .response(let response):
-            try self.disk?.set(response.body, forKey: key.string, metadata: response.stored.encoded())
-        case .variants(let names):
-            try self.disk?.set(Data(), forKey: key.string, metadata: Self.variantsMetadata(names))
+        case .response(let response): (response.body, response.stored.encoded())
+        case .variants(let names): (Data(), Self.variantsMetadata(names))
         }
     }
 

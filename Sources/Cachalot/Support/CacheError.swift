@@ -20,6 +20,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
             case fileSystem
             case outOfSpace
             case corrupted
+            case unavailable
         }
 
         private let base: Base
@@ -39,6 +40,9 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         /// Stored bytes do not match their checksum: they were damaged on disk. The entry was
         /// removed; load it again.
         public static let corrupted = Code(.corrupted)
+        /// A store across a network (see ``AsyncDataCaching``) could not be reached, failed, or
+        /// did not answer in time.
+        public static let unavailable = Code(.unavailable)
 
         public var description: String {
             switch self.base {
@@ -47,6 +51,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
             case .fileSystem: "file system error"
             case .outOfSpace: "out of space"
             case .corrupted: "corrupted entry"
+            case .unavailable: "store unavailable"
             }
         }
     }

@@ -1,0 +1,37 @@
+import Foundation
+
+/// A store of bytes and metadata under string keys that answers after a wait: a database or
+/// another server, shared by the machines of a fleet.
+///
+/// A ``ResourceLoader`` puts such stores below its memory and disk tiers, in the order given
+/// (see ``ResourceLoader/init(configuration:transport:disk:shared:now:logger:)``):
+///
+/// - A load asks them, first to last, only when memory and disk have nothing it may use
+///   without the origin, so that a memory or disk hit never waits for them.
+/// - An entry found in one is promoted to every tier above it: memory, disk, and the stores
+///   before it.
+/// - A response from the origin is written to every tier; the writes to these stores are made in
+///   the background and never delay the answer.
+/// - An invalidation or a purge reaches every tier.
+///
+/// A store that fails or is slow should throw rather than wait: the loader reads a failure as
+/// a miss of that store and goes on to the next one, and then to the origin. `CachalotPostgres`
+/// has one on PostgreSQL.
+public protocol AsyncDataCaching: Sendable {
+    /// The entry stored for `key`, or `nil`.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read (in time).
+    func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry?
+    /// Stores `data` and `metadata` for `key`, replacing any entry.
+    func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError)
+    /// Removes the entry for `key`; returns whether there was one.
+    @discardableResult
+    func removeValue(forKey key: String) async throws(CacheError) -> Bool
+    /// Removes every entry that `isRemoved` accepts, given its key and its metadata; returns
+    /// how many were removed. For administration (purges), not for a hot path.
+    func removeValues(
+        where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
+    ) async throws(CacheError) -> Int
+    /// Removes every entry.
+    func removeAll() async throws(CacheError)
+}

@@ -1,0 +1,176 @@
+import Cachalot
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// One database of a ``PostgresCache``: its connection pool, whether its schema is ready, and
+/// whether it is reachable.
+///
+/// Every operation goes through ``perform(_:timeout:_:)``, which keeps the state:
+/// - The schema is made ready (found, or created) before the first statement; a version this
+///   code does not know is an error of every operation from then on, never a silent misuse.
+/// - A database that fails to answer in time, or whose connection fails, is *down*: it is
+///   logged once (a warning), counted, and left alone for ``PostgresCache/Configuration/retryInterval``,
+///   during which its operations fail at once. The first operation after that tries it again;
+///   when one succeeds, it is *up* again, and that is logged too.
+final class CacheDatabase: Sendable {
+    let url: DatabaseURL
+    /// The database's seed in rendezvous hashing, from its identity.
+    let seed: UInt64
+    private let client: PostgresClient
+    private let configuration: PostgresCache.Configuration
+    private let logger: Logger
+    private let counters: PostgresCache.Counters
+    private let eventLoop: any EventLoop
+    private let state = Mutex(State())
+
+    private struct State {
+        var schema = Schema.unknown
+        /// When a database that is down may be tried again; `nil` while it is up.
+        var retryAt: ContinuousClock.Instant?
+        /// Writes since the last trim.
+        var writesSinceTrim = 0
+    }
+
+    private enum Schema {
+        case unknown, ready
+        case unusable(CacheError)
+    }
+
+    init(
+        url: DatabaseURL,
+        configuration: PostgresCache.Configuration,
+        logger: Logger,
+        counters: PostgresCache.Counters
+    ) {
+        self.url = url
+        var seed: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in url.identity.utf8 { seed = (seed ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        self.seed = seed
+        var client = PostgresClient.Configuration(
+            host: url.host,
+            port: url.port,
+            username: url.user,
+            password: url.password,
+            database: url.database,
+            tls: .disable
+        )
+        client.options.maximumConnections = configuration.maximumConnections
+        client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
+        self.client = PostgresClient(configuration: client, backgroundLogger: logger)
+        self.eventLoop = PostgresClient.defaultEventLoopGroup.any()
+        self.configuration = configuration
+        self.logger = logger
+        self.counters = counters
+    }
+
+    /// Runs the connection pool until the task is cancelled.
+    func run() async {
+        await self.client.run()
+    }
+
+    /// Runs `operation` on a connection, within `timeout`, once the schema is ready.
+    ///
+    /// - Throws: ``CacheError/Code/unavailable`` if the database is down, fails or does not
+    ///   answer in time; ``CacheError/Code/invalidConfiguration`` if its schema is of a version
+    ///   this code does not know.
+    func perform<Result: Sendable>(
+        _ what: String,
+        timeout: Duration,
+        _ operation: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws(CacheError) -> Result {
+        let (schema, retryAt) = self.state.withLock { ($0.schema, $0.retryAt) }
+        if case .unusable(let error) = schema { throw error }
+        if let retryAt, ContinuousClock.now < retryAt {
+            throw CacheError(.unavailable, "The shared cache at \(self.url) is down; \(what) was skipped.")
+        }
+        do {
+            if case .unknown = schema { try await self.prepare() }
+            let result = try await Deadline.run(within: timeout, on: self.eventLoop) { [client] in
+                try await client.withConnection { connection in try await operation(connection) }
+            }
+            self.succeeded()
+            return result
+        } catch let error as CacheError {
+            throw error
+        } catch {
+            throw self.failed(what, error)
+        }
+    }
+
+    private func prepare() async throws {
+        let (isUnlogged, logger) = (self.configuration.isUnlogged, self.logger)
+        let version = try await Deadline.run(within: self.configuration.writeTimeout, on: self.eventLoop) {
+            [client] in
+            try await client.withConnection { connection in
+                try await CacheTable.prepare(on: connection, isUnlogged: isUnlogged, logger: logger)
+            }
+        }
+        guard version == CacheTable.version else {
+            let error = CacheError(
+                .invalidConfiguration,
+                "The shared cache at \(self.url) has a schema of version \(version); this version of Cachalot "
+                    + "reads and writes version \(CacheTable.version) only. Use a Cachalot that knows it, or drop "
+                    + "the cachalot_ tables and sequence to start afresh."
+            )
+            self.state.withLock { $0.schema = .unusable(error) }
+            self.logger.error("\(error.message)", metadata: ["database": "\(self.url)"])
+            throw error
+        }
+        self.state.withLock { $0.schema = .ready }
+    }
+
+    private func succeeded() {
+        let wasDown = self.state.withLock { state in
+            defer { state.retryAt = nil }
+            return state.retryAt != nil
+        }
+        if wasDown {
+            self.logger.info("The shared cache is reachable again", metadata: ["database": "\(self.url)"])
+        }
+    }
+
+    /// Marks the database down after `error`, logging it if it was up; returns the error to throw.
+    private func failed(_ what: String, _ error: any Error) -> CacheError {
+        let message = Self.describe(error)
+        // An error the server reports about a statement (a full disk, say) is not an outage:
+        // the database answered.
+        if let error = error as? PSQLError, error.code == .server {
+            self.counters.failure()
+            return CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
+        }
+        let wasUp = self.state.withLock { state in
+            defer { state.retryAt = ContinuousClock.now + self.configuration.retryInterval }
+            return state.retryAt == nil
+        }
+        self.counters.failure()
+        if wasUp {
+            self.counters.outage()
+            self.logger.warning(
+                "The shared cache is unavailable; going on without it until it answers again",
+                metadata: ["database": "\(self.url)", "error": "\(message)"]
+            )
+        }
+        return CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
+    }
+
+    /// What went wrong, with the server's message where it sent one (PSQLError's own
+    /// description says nothing, to keep queries out of logs).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] { return "\(error.code): \(message)" }
+        return "\(error.code)\(error.underlying.map { " (\($0))" } ?? "")"
+    }
+
+    /// Counts a write; returns whether a trim is due for the age limit (every 64 writes).
+    func countWrite() -> Bool {
+        self.state.withLock { state in
+            state.writesSinceTrim += 1
+            guard state.writesSinceTrim >= 64 else { return false }
+            state.writesSinceTrim = 0
+            return true
+        }
+    }
+}

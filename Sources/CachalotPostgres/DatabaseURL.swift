@@ -1,0 +1,67 @@
+import Cachalot
+import Foundation
+
+/// Where a PostgreSQL database is: `postgres://user[:password]@host[:port]/database`, as
+/// `psql` and libpq take it (`postgresql://` too). The port defaults to 5432 and the database
+/// to the user's name. Its description leaves the password out.
+public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
+    /// The host name or address.
+    public var host: String
+    /// The TCP port.
+    public var port: Int
+    /// The user to connect as.
+    public var user: String
+    /// The password, if the server asks for one.
+    public var password: String?
+    /// The database's name.
+    public var database: String
+
+    /// Reads a URL.
+    ///
+    /// - Throws: ``CacheError/Code/invalidConfiguration`` if it is not a `postgres://` URL with
+    ///   a user and a host.
+    public init(_ string: String) throws(CacheError) {
+        guard let components = URLComponents(string: string),
+            ["postgres", "postgresql"].contains(components.scheme?.lowercased()),
+            let host = components.host, !host.isEmpty,
+            let user = components.user, !user.isEmpty
+        else {
+            throw CacheError(
+                .invalidConfiguration,
+                "'\(Self.redacting(string))' is not a database URL: write postgres://user@host[:port]/database."
+            )
+        }
+        self.host = host
+        self.port = components.port ?? 5432
+        self.user = user
+        self.password = components.password
+        let path = components.path.drop { $0 == "/" }
+        self.database = path.isEmpty ? user : String(path)
+    }
+
+    /// Names a database by its parts.
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+    }
+
+    /// What names the database whatever the credentials: its place in the hashing.
+    var identity: String {
+        "\(self.host.lowercased()):\(self.port)/\(self.database)"
+    }
+
+    public var description: String {
+        "postgres://\(self.user)@\(self.host):\(self.port)/\(self.database)"
+    }
+
+    /// `string` with anything between `:` and `@` after the scheme left out.
+    private static func redacting(_ string: String) -> String {
+        guard let at = string.lastIndex(of: "@"), let scheme = string.range(of: "://"),
+            let colon = string[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return string }
+        return string[..<colon] + ":…" + string[at...]
+    }
+}

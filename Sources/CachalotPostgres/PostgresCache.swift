@@ -1,0 +1,309 @@
+import Cachalot
+import Foundation
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import PostgresNIO
+import ServiceLifecycle
+
+/// A store of bytes and metadata in PostgreSQL, shared by every machine that names the same
+/// databases: the shared tier of a fleet's ``ResourceLoader``s, below their memory and disk.
+///
+/// ```swift
+/// let shared = try PostgresCache(
+///     configuration: .init(databases: [DatabaseURL("postgres://cachalot@db.internal/cache")])
+/// )
+/// let loader = try ResourceLoader(
+///     transport: AsyncHTTPClientTransport(),
+///     disk: DiskCache(directory: cacheDirectory),
+///     shared: [shared]
+/// )
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { try await shared.run() }  // its connection pools; or put it in a ServiceGroup
+///     let resource = try await loader.load(url)  // memory, disk, PostgreSQL, then the origin
+/// }
+/// ```
+///
+/// - Each key lives in one of the configured databases, chosen by rendezvous hashing of its
+///   digest: adding a database moves about 1/*n* of the keys (they are misses once, then
+///   written where they now belong).
+/// - The schema is created on first use if it is absent (``prepare()`` does it at once). A
+///   schema of another version is a clear error (``CacheError/Code/invalidConfiguration``).
+/// - A row is read whole and checked: its key is compared with the key asked for, and its
+///   CRC-32C with its bytes and metadata. A row that fails, or is older than
+///   ``Configuration/maximumAge``, reads as a miss and is removed.
+/// - Each database keeps within ``Configuration/maximumSize`` by removing its oldest rows
+///   (first in, first out) in batches of ``Configuration/trimBatchSize`` after a write that
+///   finds it full; the size is kept by a trigger, never counted by scanning the table.
+/// - A database that is down, slow or full is never worse than none: reads that take longer
+///   than ``Configuration/readTimeout`` are misses, a database that fails is left alone for
+///   ``Configuration/retryInterval`` (its reads are misses at once), the outage is logged once
+///   and counted, and the database is used again when it answers. Errors are thrown as
+///   ``CacheError/Code/unavailable``, which a ``ResourceLoader`` reads as a miss.
+///
+/// The pools connect only while ``run()`` runs: run it for as long as the cache is used.
+public final class PostgresCache: AsyncDataCaching, Service {
+    /// The configuration the cache was made with.
+    public let configuration: Configuration
+    private let databases: [CacheDatabase]
+    private let now: @Sendable () -> Date
+    private let counters: Counters
+
+    /// Makes a cache on the databases of `configuration`. Nothing connects until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - configuration: The databases and limits; see ``Configuration``.
+    ///   - now: The wall clock that dates entries and ages them. Default: the system's.
+    ///   - logger: Where outages are logged (once each, as a warning) and recoveries (info).
+    ///     Default: nowhere.
+    ///   - metrics: Where the counters of ``statistics`` are reported too. Default: nowhere.
+    /// - Throws: ``CacheError/Code/invalidConfiguration`` if the configuration is invalid.
+    public init(
+        configuration: Configuration,
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "cachalot.postgres", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metrics: MetricsConfiguration? = nil
+    ) throws(CacheError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.now = now
+        let counters = Counters(metrics)
+        self.counters = counters
+        self.databases = configuration.databases.map {
+            CacheDatabase(url: $0, configuration: configuration, logger: logger, counters: counters)
+        }
+    }
+
+    /// Runs the databases' connection pools until the task is cancelled (or, in a
+    /// `ServiceGroup`, until graceful shutdown).
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                for database in self.databases {
+                    group.addTask { await database.run() }
+                }
+            }
+        }
+    }
+
+    /// Makes sure every database has the schema, creating it where it is absent.
+    ///
+    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be reached;
+    ///   ``CacheError/Code/invalidConfiguration`` if one has a schema of another version.
+    public func prepare() async throws(CacheError) {
+        for database in self.databases {
+            try await database.perform("preparing the schema", timeout: self.configuration.writeTimeout) { _ in }
+        }
+    }
+
+    /// What the cache has done since it was made.
+    public var statistics: Statistics {
+        self.counters.snapshot
+    }
+
+    // MARK: - AsyncDataCaching
+
+    public func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry? {
+        let digest = KeyDigest(key: key)
+        let database = self.database(for: digest)
+        let buffer = ByteBuffer(bytes: digest.bytes)
+        let row = try await database.perform("reading", timeout: self.configuration.readTimeout) { connection in
+            try await connection.query(CacheTable.read(buffer), logger: Self.quiet).collect().first.map(
+                CacheTable.decode
+            )
+        }
+        guard let row else {
+            self.counters.miss()
+            return nil
+        }
+        let created = Date(timeIntervalSince1970: row.created)
+        let age = self.now().timeIntervalSince(created)
+        let isIntact = row.key == Data(key.utf8) && row.checksum == Self.checksum(row.value, row.metadata)
+        guard isIntact, age < self.configuration.maximumAge.seconds else {
+            if !isIntact { self.counters.corrupt() }
+            self.counters.miss()
+            _ = try? await database.perform("removing a damaged or expired entry", timeout: self.writeTimeout) {
+                connection in
+                    _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
+            }
+            return nil
+        }
+        self.counters.hit()
+        return DataCacheEntry(key: key, data: row.value, metadata: row.metadata, created: created)
+    }
+
+    public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
+        let digest = KeyDigest(key: key)
+        let database = self.database(for: digest)
+        let statement = CacheTable.write(
+            digest: ByteBuffer(bytes: digest.bytes),
+            key: ByteBuffer(string: key),
+            value: ByteBuffer(data: data),
+            metadata: ByteBuffer(data: metadata),
+            checksum: Self.checksum(data, metadata),
+            created: self.now().timeIntervalSince1970
+        )
+        let before = try await database.perform("writing", timeout: self.writeTimeout) { connection in
+            try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
+        }
+        self.counters.write()
+        let size = Int64(key.utf8.count + data.count + metadata.count)
+        let isFull = Int(before + size) > self.configuration.maximumSize
+        if database.countWrite() || isFull {
+            try await self.trim(database)
+        }
+    }
+
+    @discardableResult
+    public func removeValue(forKey key: String) async throws(CacheError) -> Bool {
+        let digest = KeyDigest(key: key)
+        let buffer = ByteBuffer(bytes: digest.bytes)
+        return try await self.database(for: digest).perform("removing", timeout: self.writeTimeout) { connection in
+            try await connection.query(CacheTable.remove(buffer), logger: Self.quiet).collect().count > 0
+        }
+    }
+
+    public func removeValues(
+        where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
+    ) async throws(CacheError) -> Int {
+        var removed = 0
+        for database in self.databases {
+            // The whole table is read: an administrative task, given the write timeout per database.
+            removed += try await database.perform("purging", timeout: self.writeTimeout * 10) { connection in
+                var doomed: [ByteBuffer] = []
+                let rows = try await connection.query(
+                    "SELECT digest, key, metadata FROM cachalot_entries",
+                    logger: Self.quiet
+                )
+                for try await (digest, key, metadata) in rows.decode((ByteBuffer, Data, Data).self)
+                where isRemoved(String(decoding: key, as: UTF8.self), metadata) {
+                    doomed.append(digest)
+                }
+                var count = 0
+                for digest in doomed {
+                    count += try await connection.query(CacheTable.remove(digest), logger: Self.quiet).collect().count
+                }
+                return count
+            }
+        }
+        return removed
+    }
+
+    public func removeAll() async throws(CacheError) {
+        for database in self.databases {
+            try await database.perform("clearing", timeout: self.writeTimeout) { connection in
+                try await connection.withTransaction(logger: Self.quiet) { connection in
+                    _ = try await connection.query("TRUNCATE cachalot_entries", logger: Self.quiet).collect()
+                    _ = try await connection.query(
+                        "UPDATE cachalot_usage SET bytes = 0, entries = 0",
+                        logger: Self.quiet
+                    ).collect()
+                }
+            }
+        }
+    }
+
+    // MARK: - Size
+
+    /// How much the cache holds, over all its databases.
+    public struct Usage: Sendable, Hashable {
+        /// The entries kept.
+        public var entries: Int
+        /// The bytes of their keys, values and metadata.
+        public var bytes: Int
+
+        /// Creates a usage.
+        public init(entries: Int, bytes: Int) {
+            self.entries = entries
+            self.bytes = bytes
+        }
+    }
+
+    /// How much the cache holds, read from the counts the databases keep (no table is scanned).
+    ///
+    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be read.
+    public func usage() async throws(CacheError) -> Usage {
+        var usage = Usage(entries: 0, bytes: 0)
+        for database in self.databases {
+            let (entries, bytes) = try await database.perform("reading the size", timeout: self.writeTimeout) {
+                connection in
+                try await CacheTable.usage(on: connection, logger: Self.quiet)
+            }
+            usage.entries += Int(entries)
+            usage.bytes += Int(bytes)
+        }
+        return usage
+    }
+
+    /// Removes the oldest rows of `database` while it is over its size, and those older than the
+    /// age limit among the oldest, a batch at a time (at most 10 batches a call); one trim at a
+    /// time per database, whoever runs it.
+    private func trim(_ database: CacheDatabase) async throws(CacheError) {
+        let (maximumSize, batch) = (Int64(self.configuration.maximumSize), self.configuration.trimBatchSize)
+        let cutoff = self.now().timeIntervalSince1970 - self.configuration.maximumAge.seconds
+        let removed = try await database.perform("trimming", timeout: self.writeTimeout) { connection in
+            try await connection.withTransaction(logger: Self.quiet) { connection in
+                let isLocked =
+                    try await connection.query(
+                        "SELECT pg_try_advisory_xact_lock(\(CacheTable.trimLock))",
+                        logger: Self.quiet
+                    ).collect().first?.decode(Bool.self) ?? false
+                guard isLocked else { return 0 }
+                var size = try await CacheTable.usage(on: connection, logger: Self.quiet).bytes
+                var removed = 0
+                for _ in 0..<10 {
+                    let isFull = size > maximumSize
+                    let sizes = try await connection.query(
+                        CacheTable.trim(count: batch, all: isFull, cutoff: cutoff),
+                        logger: Self.quiet
+                    ).collect().map { try $0.decode(Int64.self) }
+                    size -= sizes.reduce(0, +)
+                    removed += sizes.count
+                    if sizes.isEmpty || (!isFull && sizes.count < batch) { break }
+                }
+                return removed
+            }
+        }
+        self.counters.trimmed(removed)
+    }
+
+    // MARK: - Helpers
+
+    /// The database `digest` belongs to: the one with the highest score (rendezvous hashing).
+    private func database(for digest: KeyDigest) -> CacheDatabase {
+        let word = digest.bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return self.databases.max { Self.score(word, $0.seed) < Self.score(word, $1.seed) } ?? self.databases[0]
+    }
+
+    /// SplitMix64's finalizer over the key's word and the database's seed.
+    private static func score(_ word: UInt64, _ seed: UInt64) -> UInt64 {
+        var z = word ^ seed
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+
+    private static func checksum(_ value: Data, _ metadata: Data) -> Int64 {
+        var checksum = BodyChecksum()
+        checksum.update(value)
+        checksum.update(metadata)
+        return Int64(checksum.value)
+    }
+
+    private var writeTimeout: Duration { self.configuration.writeTimeout }
+
+    private static let quiet = Logger(label: "cachalot.postgres.queries", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Which database holds `key`, by its URL: for tests and tools.
+    public func database(forKey key: String) -> DatabaseURL {
+        self.database(for: KeyDigest(key: key)).url
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = self.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,177 @@
+import Cachalot
+import CachalotPostgres
+import CachalotTesting
+import Foundation
+import Testing
+
+/// The PostgreSQL store on its own, against a real server.
+@Suite(.enabled(if: PostgresCluster.isAvailable, "needs PostgreSQL"))
+struct PostgresCacheTests {
+    @Test func storesReadsAndRemovesEntriesCreatingTheSchemaOnFirstUse() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(cache) {
+                #expect(try await cache.entry(forKey: "a") == nil)
+                try await cache.set(Data("body".utf8), forKey: "a", metadata: Data("head".utf8))
+                try await cache.set(Data("other".utf8), forKey: "b", metadata: Data())
+                let entry = try #require(try await cache.entry(forKey: "a"))
+                #expect(entry.key == "a")
+                #expect(entry.data == Data("body".utf8))
+                #expect(entry.metadata == Data("head".utf8))
+                #expect(try await cache.usage() == .init(entries: 2, bytes: 1 + 4 + 4 + 1 + 5))
+                // Replacing an entry replaces its size.
+                try await cache.set(Data("longer body".utf8), forKey: "a", metadata: Data())
+                #expect(try await cache.usage() == .init(entries: 2, bytes: 1 + 11 + 1 + 5))
+                #expect(try await cache.removeValue(forKey: "a"))
+                #expect(try await !cache.removeValue(forKey: "a"))
+                #expect(try await cache.entry(forKey: "a") == nil)
+                try await cache.removeAll()
+                #expect(try await cache.entry(forKey: "b") == nil)
+                #expect(try await cache.usage() == .init(entries: 0, bytes: 0))
+                #expect(cache.statistics.hits == 1 && cache.statistics.writes == 3)
+            }
+            #expect(try await cluster.sql("SELECT version FROM cachalot_schema") == "1\n")
+        }
+    }
+
+    @Test func aRowWhoseBytesNoLongerMatchTheirChecksumReadsAsAMissAndIsRemoved() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(cache) {
+                try await cache.set(Data("the origin's bytes".utf8), forKey: "k", metadata: Data("m".utf8))
+                try await cluster.sql("UPDATE cachalot_entries SET value = 'bytes the origin never sent'")
+                #expect(try await cache.entry(forKey: "k") == nil)
+                #expect(cache.statistics.corruptEntries == 1)
+                #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "0\n")
+                #expect(try await cache.usage() == .init(entries: 0, bytes: 0))
+            }
+        }
+    }
+
+    @Test func aRowStoredUnderAnotherKeyReadsAsAMissAndIsRemoved() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(cache) {
+                try await cache.set(Data("for a".utf8), forKey: "a", metadata: Data())
+                try await cache.set(Data("for b".utf8), forKey: "b", metadata: Data())
+                // The row of b now sits under a's digest: a collision, or a crafted row.
+                try await cluster.sql(
+                    """
+                    DELETE FROM cachalot_entries WHERE key = 'a';
+                    UPDATE cachalot_entries SET digest = sha256('a') WHERE key = 'b';
+                    """
+                )
+                #expect(try await cache.entry(forKey: "a") == nil)
+                #expect(cache.statistics.corruptEntries == 1)
+                #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "0\n")
+            }
+        }
+    }
+
+    @Test func aSchemaOfAnotherVersionIsAClearErrorAndIsLeftAlone() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(cache) { try await cache.prepare() }
+            try await cluster.sql("UPDATE cachalot_schema SET version = 7")
+            let newer = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(newer) {
+                let error = await #expect(throws: CacheError.self) { try await newer.entry(forKey: "a") }
+                #expect(error?.code == .invalidConfiguration)
+                #expect(error?.message.contains("version 7") == true)
+                await #expect(throws: CacheError.self) { try await newer.set(Data(), forKey: "a", metadata: Data()) }
+                await #expect(throws: CacheError.self) { try await newer.prepare() }
+            }
+            #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "0\n")
+            #expect(try await cluster.sql("SELECT version FROM cachalot_schema") == "7\n")
+        }
+    }
+
+    @Test func theSizeLimitHoldsByRemovingTheOldestEntriesFirst() async throws {
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            configuration.maximumSize = 64 << 10
+            configuration.trimBatchSize = 4
+            let cache = try PostgresCache(configuration: configuration)
+            try await running(cache) {
+                let body = Data(repeating: 7, count: 4 << 10)
+                for index in 0..<40 {
+                    try await cache.set(body, forKey: "key \(index)", metadata: Data())
+                }
+                let usage = try await cache.usage()
+                #expect(usage.bytes <= 64 << 10)
+                #expect(usage.entries >= 12)
+                #expect(try await cache.entry(forKey: "key 0") == nil)
+                #expect(try await cache.entry(forKey: "key 39") != nil)
+                #expect(cache.statistics.trimmed == 40 - usage.entries)
+                // The counts the trigger keeps are the table's.
+                let counted = try await cluster.sql("SELECT count(*), sum(size) FROM cachalot_entries")
+                #expect(counted == "\(usage.entries)|\(usage.bytes)\n")
+            }
+        }
+    }
+
+    @Test func anEntryOlderThanTheAgeLimitReadsAsAMissAndIsRemoved() async throws {
+        try await PostgresCluster.with { cluster in
+            let clock = ManualWallClock()
+            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            configuration.maximumAge = .seconds(3600)
+            let cache = try PostgresCache(configuration: configuration, now: { clock.now })
+            try await running(cache) {
+                try await cache.set(Data("old".utf8), forKey: "old", metadata: Data())
+                clock.advance(by: 3000)
+                try await cache.set(Data("young".utf8), forKey: "young", metadata: Data())
+                clock.advance(by: 601)
+                #expect(try await cache.entry(forKey: "old") == nil)
+                #expect(try await cache.entry(forKey: "young") != nil)
+                #expect(try await cache.usage().entries == 1)
+            }
+        }
+    }
+
+    @Test func trimsRemoveExpiredEntriesAmongTheOldestAsWritesGoOn() async throws {
+        try await PostgresCluster.with { cluster in
+            let clock = ManualWallClock()
+            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            configuration.maximumAge = .seconds(60)
+            let cache = try PostgresCache(configuration: configuration, now: { clock.now })
+            try await running(cache) {
+                for index in 0..<10 { try await cache.set(Data(), forKey: "expiring \(index)", metadata: Data()) }
+                clock.advance(by: 61)
+                // An age trim comes every 64 writes.
+                for index in 0..<54 { try await cache.set(Data(), forKey: "fresh \(index)", metadata: Data()) }
+                #expect(try await cache.usage().entries == 54)
+                #expect(cache.statistics.trimmed == 10)
+            }
+        }
+    }
+
+    @Test func keysSpreadOverTheDatabasesAndAThirdDatabaseTakesAboutAThirdOfThem() async throws {
+        try await PostgresCluster.with { cluster in
+            for name in ["one", "two", "three"] { try await cluster.createDatabase(name) }
+            let two = try PostgresCache(configuration: .testing([cluster.url("one"), cluster.url("two")]))
+            let keys = (0..<300).map { "https://example.com/\($0)" }
+            try await running(two) {
+                for key in keys { try await two.set(Data(key.utf8), forKey: key, metadata: Data()) }
+            }
+            let inOne = Int(try await cluster.sql("SELECT count(*) FROM cachalot_entries", in: "one").dropLast()) ?? -1
+            let inTwo = Int(try await cluster.sql("SELECT count(*) FROM cachalot_entries", in: "two").dropLast()) ?? -1
+            #expect(inOne + inTwo == 300)
+            #expect((100...200).contains(inOne), "one holds \(inOne) of 300")
+
+            let three = try PostgresCache(
+                configuration: .testing([cluster.url("one"), cluster.url("two"), cluster.url("three")])
+            )
+            try await running(three) {
+                var found = 0
+                for key in keys {
+                    let before = two.database(forKey: key)
+                    let after = three.database(forKey: key)
+                    // A key moves only to the new database, never between the old ones.
+                    #expect(after == before || after == cluster.url("three"))
+                    if try await three.entry(forKey: key) != nil { found += 1 }
+                }
+                #expect((150...250).contains(found), "\(found) of 300 keys stayed where they were")
+            }
+        }
+    }
+}
