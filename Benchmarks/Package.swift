@@ -7,6 +7,7 @@ let package = Package(
     dependencies: [
         .package(name: "Cachalot", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .executableTarget(
@@ -62,6 +63,17 @@ let package = Package(
             name: "ThumbnailTimer",
             dependencies: [.product(name: "CachalotImages", package: "Cachalot")],
             path: "Sources/ThumbnailTimer"
+        ),
+        .executableTarget(
+            name: "SharedTierTimer",
+            dependencies: [
+                .product(name: "Cachalot", package: "Cachalot"),
+                .product(name: "CachalotAsyncHTTPClient", package: "Cachalot"),
+                .product(name: "CachalotPostgres", package: "Cachalot"),
+                .product(name: "CachalotTestOrigin", package: "Cachalot"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Sources/SharedTierTimer"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -59,7 +59,12 @@ final class CacheDatabase: Sendable {
         )
         client.options.maximumConnections = configuration.maximumConnections
         client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
-        self.client = PostgresClient(configuration: client, backgroundLogger: logger)
+        // The pool's own messages (each failed connection attempt) are not passed on: an outage
+        // is logged once, here.
+        self.client = PostgresClient(
+            configuration: client,
+            backgroundLogger: Logger(label: "cachalot.postgres.pool", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
         self.eventLoop = PostgresClient.defaultEventLoopGroup.any()
         self.configuration = configuration
         self.logger = logger
@@ -139,6 +144,11 @@ final class CacheDatabase: Sendable {
         // the database answered.
         if let error = error as? PSQLError, error.code == .server {
             self.counters.failure()
+            if error.serverInfo?[.sqlState] == "42P01" {
+                // A table is gone (the database was restored, or recreated): make the schema
+                // again before the next statement.
+                self.state.withLock { $0.schema = .unknown }
+            }
             return CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
         }
         let wasUp = self.state.withLock { state in

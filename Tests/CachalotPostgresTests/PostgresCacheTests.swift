@@ -86,6 +86,25 @@ struct PostgresCacheTests {
         }
     }
 
+    @Test func aSchemaDroppedUnderARunningCacheIsMadeAgainAfterOneFailure() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            try await running(cache) {
+                try await cache.set(Data("a".utf8), forKey: "a", metadata: Data())
+                try await cluster.sql(
+                    """
+                    DROP TABLE cachalot_entries, cachalot_usage, cachalot_schema;
+                    DROP SEQUENCE cachalot_entries_id;
+                    DROP FUNCTION cachalot_account;
+                    """
+                )
+                await #expect(throws: CacheError.self) { try await cache.entry(forKey: "a") }
+                try await cache.set(Data("b".utf8), forKey: "b", metadata: Data())
+                #expect(try await cache.entry(forKey: "b")?.data == Data("b".utf8))
+            }
+        }
+    }
+
     @Test func theSizeLimitHoldsByRemovingTheOldestEntriesFirst() async throws {
         try await PostgresCluster.with { cluster in
             var configuration = PostgresCache.Configuration.testing([cluster.url()])

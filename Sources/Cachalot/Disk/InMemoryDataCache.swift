@@ -37,3 +37,16 @@ public final class InMemoryDataCache: DataCaching {
         self.entries.withLock { $0.removeAll() }
     }
 }
+
+/// An ``InMemoryDataCache`` can stand in for a shared tier too, in tests and previews.
+extension InMemoryDataCache: AsyncDataCaching {
+    public func removeValues(
+        where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
+    ) throws(CacheError) -> Int {
+        self.entries.withLock { entries in
+            let doomed = entries.values.filter { isRemoved($0.key, $0.metadata) }.map(\.key)
+            for key in doomed { entries.removeValue(forKey: key) }
+            return doomed.count
+        }
+    }
+}

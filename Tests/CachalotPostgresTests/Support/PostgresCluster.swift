@@ -78,7 +78,7 @@ final class PostgresCluster: Sendable {
             "pg_ctl",
             ["-D", self.data, "-l", self.directory.appending(path: "server.log").path, "-w", "-t", "60", "-o",
              "-p \(self.port) -k \(self.directory.path) -c listen_addresses=127.0.0.1 -c fsync=off "
-                + "-c synchronous_commit=off -c full_page_writes=off", "start"]
+                + "-c full_page_writes=off", "start"]
         )
     }
 
