@@ -24,6 +24,7 @@ struct CachalotCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Get.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self, Serve.self,
+            DatabaseCommand.self,
         ]
     )
 

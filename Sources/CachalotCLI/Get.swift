@@ -1,5 +1,6 @@
 import ArgumentParser
 import Cachalot
+import CachalotPostgres
 import Foundation
 import HTTPTypes
 
@@ -79,9 +80,18 @@ struct Get: AsyncParsableCommand {
     }
 
     private func fetch() async throws {
+        try await self.options.withSharedTier { shared in try await self.fetch(shared: shared) }
+    }
+
+    private func fetch(shared: PostgresCache?) async throws {
         let start = ContinuousClock.now
         let disk = try self.options.openCache()
-        let loader = try self.options.makeLoader(disk: disk, policy: self.policy.policy, timeout: self.timeout)
+        let loader = try self.options.makeLoader(
+            disk: disk,
+            shared: shared,
+            policy: self.policy.policy,
+            timeout: self.timeout
+        )
         var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
         let transferred: Result<(ResourceStream, Int), any Error>

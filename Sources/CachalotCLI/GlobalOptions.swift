@@ -2,7 +2,9 @@ import ArgumentParser
 import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
+import CachalotPostgres
 import Foundation
+import Logging
 import Synchronization
 
 /// Options every command takes.
@@ -15,6 +17,16 @@ struct GlobalOptions: ParsableArguments {
         help: "The most the cache may hold, such as 500MB or 2GiB; kept for the directory (default: 256 MiB)."
     )
     var maximumSize: ByteCount?
+
+    @Option(
+        name: .customLong("shared"),
+        help: ArgumentHelp(
+            "A PostgreSQL database that caches for several machines, below the disk, as postgres://user@host[:port]/db.",
+            discussion: "Repeat it for several databases, among which keys are spread (default: CACHALOT_SHARED, "
+                + "URLs separated by spaces)."
+        )
+    )
+    var shared: [String] = []
 
     @Flag(help: "Answer only from the cache; never use the network.")
     var offline = false
@@ -61,10 +73,43 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// The shared databases: `--shared`, else `CACHALOT_SHARED`; empty for none.
+    func sharedDatabases(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [DatabaseURL] {
+        let texts =
+            self.shared.isEmpty
+            ? (environment["CACHALOT_SHARED"] ?? "").split(separator: " ").map(String.init) : self.shared
+        do {
+            return try texts.map { text throws(CacheError) in try DatabaseURL(text) }
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// The shared tier `--shared` or `CACHALOT_SHARED` names, running around `body`; `nil` for
+    /// none. Its outages are logged on standard error, once each, unless `--quiet`.
+    func withSharedTier<Result>(_ body: (PostgresCache?) async throws -> Result) async throws -> Result {
+        let databases = try self.sharedDatabases()
+        guard !databases.isEmpty else { return try await body(nil) }
+        var logger = Logger(label: "cachalot") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = self.quiet ? .critical : .warning
+        let shared: PostgresCache
+        do {
+            shared = try PostgresCache(configuration: .init(databases: databases), logger: logger)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await shared.run() }
+            defer { group.cancelAll() }
+            return try await body(shared)
+        }
+    }
+
     /// A loader over the cache, with the policy `--offline` or `policy` asks for. `timeout`
     /// bounds the wait for an answer's head, and the wait between two pieces of its body.
     func makeLoader(
         disk: DiskCache,
+        shared: PostgresCache?,
         policy: CachePolicy = .useProtocolCachePolicy,
         timeout: Double,
         connectionsPerHost: Int? = nil
@@ -77,7 +122,8 @@ struct GlobalOptions: ParsableArguments {
         return try ResourceLoader(
             configuration: configuration,
             transport: AsyncHTTPClientTransport(client: Self.client(idleTimeout: timeout), timeout: timeout),
-            disk: disk
+            disk: disk,
+            shared: shared.map { [$0] } ?? []
         )
     }
 
@@ -117,7 +163,7 @@ struct GlobalOptions: ParsableArguments {
 
     private static let madeClient = Mutex<HTTPClient?>(nil)
 
-    /// Ends a run's loading: waits until what was loaded is on disk, adds the run's counts to
+    /// Ends a run's loading: waits until what was loaded is stored, adds the run's counts to
     /// `cachalot.state`, and returns how many answers could not be stored.
     @discardableResult
     func finish(_ loader: ResourceLoader, disk: DiskCache) async -> Int {

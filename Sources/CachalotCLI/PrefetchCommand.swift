@@ -1,5 +1,6 @@
 import ArgumentParser
 import Cachalot
+import CachalotPostgres
 import Foundation
 import HTTPTypes
 
@@ -117,10 +118,15 @@ struct PrefetchCommand: AsyncParsableCommand {
     }
 
     private func prefetch(_ urls: [(String, URL)]) async throws {
+        try await self.options.withSharedTier { shared in try await self.prefetch(urls, shared: shared) }
+    }
+
+    private func prefetch(_ urls: [(String, URL)], shared: PostgresCache?) async throws {
         let start = ContinuousClock.now
         let disk = try self.options.openCache()
         let loader = try self.options.makeLoader(
             disk: disk,
+            shared: shared,
             policy: self.policy.policy,
             timeout: self.timeout,
             connectionsPerHost: max(6, self.concurrency)

@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
+import CachalotPostgres
 import CachalotServer
 import CoreMetrics
 import Foundation
@@ -125,10 +126,24 @@ struct Serve: AsyncParsableCommand {
         var clientConfiguration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: timeout)
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
+        let databases = try options.sharedDatabases()
+        var shared: PostgresCache?
+        if !databases.isEmpty {
+            do {
+                shared = try PostgresCache(
+                    configuration: .init(databases: databases),
+                    logger: logger,
+                    metrics: MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
+                )
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         let loader = try ResourceLoader(
             configuration: loaderConfiguration,
             transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
             disk: disk,
+            shared: shared.map { [$0] } ?? [],
             logger: logger
         )
         let server: CacheServer
@@ -151,7 +166,9 @@ struct Serve: AsyncParsableCommand {
         }
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: server)],
+                // Stopped in reverse order: the shared tier after the server's last write.
+                services: (shared.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
+                    + [.init(service: server)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

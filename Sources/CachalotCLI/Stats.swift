@@ -1,5 +1,6 @@
 import ArgumentParser
 import Cachalot
+import CachalotPostgres
 import Foundation
 
 /// `cachalot stats`: how full the cache is, and how well it has served.
@@ -16,6 +17,9 @@ struct Stats: AsyncParsableCommand {
             (Not Modified), or stale where allowed. Bytes saved are the body bytes those answers \
             did not download. The counts add up every cachalot run on this directory, and are \
             kept in it (cachalot.state).
+
+            With --shared (or CACHALOT_SHARED), it shows the shared tier too: its entries and size \
+            over all its databases, and how many of this directory's loads that asked it it answered.
             """
     )
 
@@ -39,6 +43,20 @@ struct Stats: AsyncParsableCommand {
         var bytesSaved: Int
         var bytesDownloaded: Int
         var statistics: ResourceLoader.Statistics
+        var shared: Shared?
+
+        /// The shared tier: its size, or why it could not be read, and how it served this
+        /// directory's loads.
+        struct Shared: Codable {
+            var databases: [String]
+            var entries: Int?
+            var size: Int?
+            var sizeLimit: Int
+            var error: String?
+            var lookups: Int
+            var hits: Int
+            var hitRatio: Double
+        }
     }
 
     func validate() throws {
@@ -46,17 +64,20 @@ struct Stats: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await Failure.reporting(quiet: self.options.quiet) { try self.show() }
+        try await Failure.reporting(quiet: self.options.quiet) {
+            try await self.options.withSharedTier { shared in try await self.show(shared: shared) }
+        }
     }
 
-    private func show() throws {
+    private func show(shared: PostgresCache?) async throws {
         let disk = try self.options.openCache()
-        let report: Report
+        var report: Report
         do {
             report = try Self.report(disk)
         } catch {
             throw Failure(.cacheUnusable, "cannot read \(disk.directory.path): \(Failure.describe(error))")
         }
+        if let shared { report.shared = await Self.report(shared, counts: report.statistics) }
         if self.json {
             try GlobalOptions.printJSON(report)
             return
@@ -81,12 +102,29 @@ struct Stats: AsyncParsableCommand {
         if report.requests > 0 {
             rows.append([
                 "hits",
-                "\(report.hits) (\(percent(report.hitRatio))): \(Int.saturatingSum(counts.memoryHits, counts.diskHits)) fresh, "
+                "\(report.hits) (\(percent(report.hitRatio))): "
+                    + "\(Int.saturatingSum(counts.memoryHits, counts.diskHits, counts.sharedHits)) fresh, "
                     + "\(counts.notModified) revalidated (304), \(counts.staleAnswers) stale",
             ])
         }
         rows.append(["bytes saved", ByteCount.format(report.bytesSaved)])
         rows.append(["downloaded", ByteCount.format(report.bytesDownloaded)])
+        if let shared = report.shared {
+            rows.append(["shared", shared.databases.joined(separator: " ")])
+            if let error = shared.error {
+                rows.append(["shared size", "unknown: \(error)"])
+            } else if let entries = shared.entries, let size = shared.size {
+                rows.append(["shared entries", String(entries)])
+                rows.append([
+                    "shared size",
+                    "\(ByteCount.format(size)) of \(ByteCount.format(shared.sizeLimit)) per database",
+                ])
+            }
+            rows.append([
+                "shared hits",
+                "\(shared.hits) of \(shared.lookups) loads that asked it (\(percent(shared.hitRatio)))",
+            ])
+        }
         try OutputFile.standardOutput(Data(List.aligned(rows).utf8))
     }
 
@@ -95,7 +133,13 @@ struct Stats: AsyncParsableCommand {
         let state = ToolState.read(from: disk.directory)
         let counts = state?.statistics ?? ResourceLoader.Statistics()
         // Counts come from a file that can say anything: sums stop at the largest number.
-        let hits = Int.saturatingSum(counts.memoryHits, counts.diskHits, counts.notModified, counts.staleAnswers)
+        let hits = Int.saturatingSum(
+            counts.memoryHits,
+            counts.diskHits,
+            counts.sharedHits,
+            counts.notModified,
+            counts.staleAnswers
+        )
         return Report(
             directory: disk.directory.path,
             entries: entries.count,
@@ -111,5 +155,24 @@ struct Stats: AsyncParsableCommand {
             bytesDownloaded: counts.bytesFromNetwork,
             statistics: counts
         )
+    }
+
+    /// The shared tier's part of the report: its size read from its databases (or the error),
+    /// and the hits kept in `counts`.
+    static func report(_ shared: PostgresCache, counts: ResourceLoader.Statistics) async -> Report.Shared {
+        var report = Report.Shared(
+            databases: shared.configuration.databases.map(\.description),
+            sizeLimit: shared.configuration.maximumSize,
+            lookups: counts.sharedLookups,
+            hits: counts.sharedHits,
+            hitRatio: counts.sharedLookups == 0 ? 0 : Double(counts.sharedHits) / Double(counts.sharedLookups)
+        )
+        do {
+            let usage = try await shared.usage()
+            (report.entries, report.size) = (usage.entries, usage.bytes)
+        } catch {
+            report.error = error.message
+        }
+        return report
     }
 }

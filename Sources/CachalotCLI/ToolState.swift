@@ -38,6 +38,7 @@ struct ToolState {
             ("requests", \.requests), ("memoryHits", \.memoryHits), ("diskHits", \.diskHits), ("misses", \.misses),
             ("revalidations", \.revalidations), ("notModified", \.notModified), ("staleAnswers", \.staleAnswers),
             ("bytesFromNetwork", \.bytesFromNetwork), ("bytesFromCache", \.bytesFromCache),
+            ("sharedHits", \.sharedHits), ("sharedLookups", \.sharedLookups),
         ]
     }
 

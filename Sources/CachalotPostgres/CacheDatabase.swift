@@ -2,6 +2,7 @@ import Cachalot
 import Foundation
 import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 import Synchronization
 
@@ -55,7 +56,7 @@ final class CacheDatabase: Sendable {
             username: url.user,
             password: url.password,
             database: url.database,
-            tls: .disable
+            tls: Self.tls(url.security)
         )
         client.options.maximumConnections = configuration.maximumConnections
         client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
@@ -69,6 +70,14 @@ final class CacheDatabase: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.counters = counters
+    }
+
+    private static func tls(_ security: DatabaseURL.Security) -> PostgresClient.Configuration.TLS {
+        switch security {
+        case .disable: .disable
+        case .prefer: .prefer(.makeClientConfiguration())
+        case .require: .require(.makeClientConfiguration())
+        }
     }
 
     /// Runs the connection pool until the task is cancelled.

@@ -91,10 +91,11 @@ enum CacheTable {
         try await connection.withTransaction(logger: logger) { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
                 .collect()
-            let exists = try await connection.query(
-                "SELECT to_regclass('cachalot_schema') IS NOT NULL",
-                logger: logger
-            ).collect().first?.decode(Bool.self) ?? false
+            let exists =
+                try await connection.query(
+                    "SELECT to_regclass('cachalot_schema') IS NOT NULL",
+                    logger: logger
+                ).collect().first?.decode(Bool.self) ?? false
             if exists {
                 let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
                     .collect().map { try $0.decode(Int.self) }
@@ -167,7 +168,8 @@ enum CacheTable {
         "SELECT coalesce(sum(entries), 0)::bigint, coalesce(sum(bytes), 0)::bigint FROM cachalot_usage"
 
     /// The entries and bytes that ``usage`` answers.
-    static func usage(on connection: PostgresConnection, logger: Logger) async throws -> (entries: Int64, bytes: Int64) {
+    static func usage(on connection: PostgresConnection, logger: Logger) async throws -> (entries: Int64, bytes: Int64)
+    {
         guard let row = try await connection.query(Self.usage, logger: logger).collect().first else { return (0, 0) }
         return try row.decode((Int64, Int64).self)
     }

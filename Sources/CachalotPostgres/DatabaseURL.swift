@@ -1,9 +1,10 @@
 import Cachalot
 import Foundation
 
-/// Where a PostgreSQL database is: `postgres://user[:password]@host[:port]/database`, as
-/// `psql` and libpq take it (`postgresql://` too). The port defaults to 5432 and the database
-/// to the user's name. Its description leaves the password out.
+/// Where a PostgreSQL database is: `postgres://user[:password]@host[:port]/database[?sslmode=…]`,
+/// as `psql` and libpq take it (`postgresql://` too). The port defaults to 5432, the database to
+/// the user's name, and `sslmode` to `prefer`, as libpq's do. Its description leaves the
+/// password out.
 public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
     /// The host name or address.
     public var host: String
@@ -15,6 +16,20 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
     public var password: String?
     /// The database's name.
     public var database: String
+    /// Whether the connection is encrypted.
+    public var security: Security
+
+    /// Whether a connection is encrypted with TLS, as the URL's `sslmode` says.
+    public enum Security: String, Sendable, Hashable {
+        /// Never (`sslmode=disable`).
+        case disable
+        /// If the server offers it (`sslmode=prefer`, the default; `allow` reads the same).
+        case prefer
+        /// Always, with the server's certificate verified against the system's trusted roots and
+        /// its host name (`sslmode=require`, `verify-ca` and `verify-full` all read so: stricter
+        /// than libpq's `require`, which checks no certificate).
+        case require
+    }
 
     /// Reads a URL.
     ///
@@ -37,15 +52,34 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         self.password = components.password
         let path = components.path.drop { $0 == "/" }
         self.database = path.isEmpty ? user : String(path)
+        switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value {
+        case nil, "prefer", "allow": self.security = .prefer
+        case "disable": self.security = .disable
+        case "require", "verify-ca", "verify-full": self.security = .require
+        case let mode?:
+            throw CacheError(
+                .invalidConfiguration,
+                "sslmode=\(mode) in '\(Self.redacting(string))' is not one of disable, allow, prefer, require, "
+                    + "verify-ca and verify-full."
+            )
+        }
     }
 
     /// Names a database by its parts.
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
+    public init(
+        host: String,
+        port: Int = 5432,
+        user: String,
+        password: String? = nil,
+        database: String,
+        security: Security = .prefer
+    ) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
+        self.security = security
     }
 
     /// What names the database whatever the credentials: its place in the hashing.

@@ -74,7 +74,10 @@ extension PostgresCache {
                 throw CacheError(.invalidConfiguration, "\(name) must be greater than 0 (got \(value)).")
             }
             guard self.retryInterval >= .zero else {
-                throw CacheError(.invalidConfiguration, "retryInterval must not be negative (got \(self.retryInterval)).")
+                throw CacheError(
+                    .invalidConfiguration,
+                    "retryInterval must not be negative (got \(self.retryInterval))."
+                )
             }
             guard self.maximumConnections > 0, self.trimBatchSize > 0 else {
                 throw CacheError(

@@ -124,7 +124,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
             self.counters.miss()
             _ = try? await database.perform("removing a damaged or expired entry", timeout: self.writeTimeout) {
                 connection in
-                    _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
+                _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
             }
             return nil
         }

@@ -9,7 +9,7 @@ import Testing
 struct PostgresCacheTests {
     @Test func storesReadsAndRemovesEntriesCreatingTheSchemaOnFirstUse() async throws {
         try await PostgresCluster.with { cluster in
-            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(cache) {
                 #expect(try await cache.entry(forKey: "a") == nil)
                 try await cache.set(Data("body".utf8), forKey: "a", metadata: Data("head".utf8))
@@ -36,7 +36,7 @@ struct PostgresCacheTests {
 
     @Test func aRowWhoseBytesNoLongerMatchTheirChecksumReadsAsAMissAndIsRemoved() async throws {
         try await PostgresCluster.with { cluster in
-            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(cache) {
                 try await cache.set(Data("the origin's bytes".utf8), forKey: "k", metadata: Data("m".utf8))
                 try await cluster.sql("UPDATE cachalot_entries SET value = 'bytes the origin never sent'")
@@ -50,7 +50,7 @@ struct PostgresCacheTests {
 
     @Test func aRowStoredUnderAnotherKeyReadsAsAMissAndIsRemoved() async throws {
         try await PostgresCluster.with { cluster in
-            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(cache) {
                 try await cache.set(Data("for a".utf8), forKey: "a", metadata: Data())
                 try await cache.set(Data("for b".utf8), forKey: "b", metadata: Data())
@@ -70,10 +70,10 @@ struct PostgresCacheTests {
 
     @Test func aSchemaOfAnotherVersionIsAClearErrorAndIsLeftAlone() async throws {
         try await PostgresCluster.with { cluster in
-            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(cache) { try await cache.prepare() }
             try await cluster.sql("UPDATE cachalot_schema SET version = 7")
-            let newer = try PostgresCache(configuration: .testing([cluster.url()]))
+            let newer = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(newer) {
                 let error = await #expect(throws: CacheError.self) { try await newer.entry(forKey: "a") }
                 #expect(error?.code == .invalidConfiguration)
@@ -88,7 +88,7 @@ struct PostgresCacheTests {
 
     @Test func aSchemaDroppedUnderARunningCacheIsMadeAgainAfterOneFailure() async throws {
         try await PostgresCluster.with { cluster in
-            let cache = try PostgresCache(configuration: .testing([cluster.url()]))
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(cache) {
                 try await cache.set(Data("a".utf8), forKey: "a", metadata: Data())
                 try await cluster.sql(
@@ -107,7 +107,7 @@ struct PostgresCacheTests {
 
     @Test func theSizeLimitHoldsByRemovingTheOldestEntriesFirst() async throws {
         try await PostgresCluster.with { cluster in
-            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
             configuration.maximumSize = 64 << 10
             configuration.trimBatchSize = 4
             let cache = try PostgresCache(configuration: configuration)
@@ -132,7 +132,7 @@ struct PostgresCacheTests {
     @Test func anEntryOlderThanTheAgeLimitReadsAsAMissAndIsRemoved() async throws {
         try await PostgresCluster.with { cluster in
             let clock = ManualWallClock()
-            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
             configuration.maximumAge = .seconds(3600)
             let cache = try PostgresCache(configuration: configuration, now: { clock.now })
             try await running(cache) {
@@ -150,7 +150,7 @@ struct PostgresCacheTests {
     @Test func trimsRemoveExpiredEntriesAmongTheOldestAsWritesGoOn() async throws {
         try await PostgresCluster.with { cluster in
             let clock = ManualWallClock()
-            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
             configuration.maximumAge = .seconds(60)
             let cache = try PostgresCache(configuration: configuration, now: { clock.now })
             try await running(cache) {
@@ -167,7 +167,7 @@ struct PostgresCacheTests {
     @Test func keysSpreadOverTheDatabasesAndAThirdDatabaseTakesAboutAThirdOfThem() async throws {
         try await PostgresCluster.with { cluster in
             for name in ["one", "two", "three"] { try await cluster.createDatabase(name) }
-            let two = try PostgresCache(configuration: .testing([cluster.url("one"), cluster.url("two")]))
+            let two = try PostgresCache(configuration: .testing([cluster.database("one"), cluster.database("two")]))
             let keys = (0..<300).map { "https://example.com/\($0)" }
             try await running(two) {
                 for key in keys { try await two.set(Data(key.utf8), forKey: key, metadata: Data()) }
@@ -178,7 +178,7 @@ struct PostgresCacheTests {
             #expect((100...200).contains(inOne), "one holds \(inOne) of 300")
 
             let three = try PostgresCache(
-                configuration: .testing([cluster.url("one"), cluster.url("two"), cluster.url("three")])
+                configuration: .testing([cluster.database("one"), cluster.database("two"), cluster.database("three")])
             )
             try await running(three) {
                 var found = 0
@@ -186,7 +186,7 @@ struct PostgresCacheTests {
                     let before = two.database(forKey: key)
                     let after = three.database(forKey: key)
                     // A key moves only to the new database, never between the old ones.
-                    #expect(after == before || after == cluster.url("three"))
+                    #expect(after == before || after == cluster.database("three"))
                     if try await three.entry(forKey: key) != nil { found += 1 }
                 }
                 #expect((150...250).contains(found), "\(found) of 300 keys stayed where they were")

@@ -28,10 +28,11 @@ struct SharedLoadingTests {
     }
 
     @Test func aSecondLoaderWithItsOwnDiskGetsWhatTheFirstLoadedFromTheDatabaseNotTheOrigin() async throws {
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello") }
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello")
+        }
         defer { origin.stop() }
         try await PostgresCluster.with { cluster in
-            let shared = try PostgresCache(configuration: .testing([cluster.url()]))
+            let shared = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(shared) {
                 let first = try self.makeLoader("first", shared: shared)
                 #expect(try await first.load(origin.url("/a")).source == .network)
@@ -64,7 +65,7 @@ struct SharedLoadingTests {
             return request
         }
         try await PostgresCluster.with { cluster in
-            let shared = try PostgresCache(configuration: .testing([cluster.url()]))
+            let shared = try PostgresCache(configuration: .testing([cluster.database()]))
             try await running(shared) {
                 let first = try self.makeLoader("first", shared: shared)
                 _ = try await first.load(request("en"))
@@ -90,11 +91,12 @@ struct SharedLoadingTests {
     }
 
     @Test func theDatabaseStoppedMidRunCostsNothingButItsHitsAndComesBackByItself() async throws {
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello") }
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello")
+        }
         defer { origin.stop() }
         let logs = WarningCounter()
         try await PostgresCluster.with { cluster in
-            var configuration = PostgresCache.Configuration.testing([cluster.url()])
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
             configuration.readTimeout = .milliseconds(500)
             let shared = try PostgresCache(configuration: configuration, logger: logs.logger)
             try await running(shared) {

@@ -12,6 +12,11 @@ extension ResourceLoader {
         public var diskHits = 0
         /// Loads answered by a fresh response from a shared tier.
         public var sharedHits = 0
+        /// Loads that asked the shared tiers, having found nothing to use in memory or on disk.
+        public var sharedLookups = 0
+        /// Responses that were to be stored in the shared tiers but were not: a tier failed, or
+        /// more than 64 MiB of bodies were already on their way there.
+        public var sharedStorageFailures = 0
         /// Loads answered with a whole response from the origin (not a 304): nothing stored
         /// could be used, or the policy or method asked the origin.
         public var misses = 0
@@ -42,6 +47,8 @@ final class LoaderCounters: Sendable {
     private let memoryHits = Atomic<Int>(0)
     private let diskHits = Atomic<Int>(0)
     private let sharedHits = Atomic<Int>(0)
+    private let sharedLookups = Atomic<Int>(0)
+    private let sharedStorageFailures = Atomic<Int>(0)
     private let misses = Atomic<Int>(0)
     private let revalidations = Atomic<Int>(0)
     private let notModified = Atomic<Int>(0)
@@ -56,6 +63,8 @@ final class LoaderCounters: Sendable {
         let memoryHits: Counter
         let diskHits: Counter
         let sharedHits: Counter
+        let sharedLookups: Counter
+        let sharedStorageFailures: Counter
         let misses: Counter
         let revalidations: Counter
         let notModified: Counter
@@ -70,6 +79,8 @@ final class LoaderCounters: Sendable {
             self.memoryHits = Counter(label: "\(label).hits", dimensions: [("tier", "memory")], factory: factory)
             self.diskHits = Counter(label: "\(label).hits", dimensions: [("tier", "disk")], factory: factory)
             self.sharedHits = Counter(label: "\(label).hits", dimensions: [("tier", "shared")], factory: factory)
+            self.sharedLookups = Counter(label: "\(label).shared_lookups", factory: factory)
+            self.sharedStorageFailures = Counter(label: "\(label).shared_storage_failures", factory: factory)
             self.misses = Counter(label: "\(label).misses", factory: factory)
             self.revalidations = Counter(label: "\(label).revalidations", factory: factory)
             self.notModified = Counter(label: "\(label).not_modified", factory: factory)
@@ -94,6 +105,8 @@ final class LoaderCounters: Sendable {
         statistics.memoryHits = self.memoryHits.load(ordering: .relaxed)
         statistics.diskHits = self.diskHits.load(ordering: .relaxed)
         statistics.sharedHits = self.sharedHits.load(ordering: .relaxed)
+        statistics.sharedLookups = self.sharedLookups.load(ordering: .relaxed)
+        statistics.sharedStorageFailures = self.sharedStorageFailures.load(ordering: .relaxed)
         statistics.misses = self.misses.load(ordering: .relaxed)
         statistics.revalidations = self.revalidations.load(ordering: .relaxed)
         statistics.notModified = self.notModified.load(ordering: .relaxed)
@@ -134,6 +147,18 @@ final class LoaderCounters: Sendable {
             self.bytesFromCache.wrappingAdd(bytes, ordering: .relaxed)
             self.metrics?.bytesFromCache.increment(by: bytes)
         }
+    }
+
+    /// Counts a load that asked the shared tiers.
+    func sharedLookup() {
+        self.sharedLookups.wrappingAdd(1, ordering: .relaxed)
+        self.metrics?.sharedLookups.increment()
+    }
+
+    /// Counts a response that could not be stored in the shared tiers.
+    func sharedStorageFailure() {
+        self.sharedStorageFailures.wrappingAdd(1, ordering: .relaxed)
+        self.metrics?.sharedStorageFailures.increment()
     }
 
     /// Counts a conditional request, and whether its answer was 304.

@@ -49,9 +49,9 @@ public final class ResourceLoader: Sendable {
     /// Runs, background revalidations and disk writes not yet done.
     let pending: PendingWork
     /// Responses stored in memory, on their way to disk in the order they were stored.
-    private let writes: OrderedWrites
+    let writes: OrderedWrites
     /// Responses on their way to the shared tiers.
-    private let sharedWrites: SharedWrites
+    let sharedWrites: SharedWrites
 
     /// Makes a loader.
     ///
@@ -251,6 +251,7 @@ public final class ResourceLoader: Sendable {
         guard !self.store.shared.isEmpty, case .exchange(let key, let validating, let reason) = step,
             reason != .request, reason != .bypass
         else { return step }
+        self.counters.sharedLookup()
         let found = await self.store.lookupShared(key, for: request) { error in
             self.logger.debug(
                 "Reading a shared tier failed; going on without it",
@@ -646,17 +647,28 @@ public final class ResourceLoader: Sendable {
         }
         try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
-            let key = ResponseKey(self.configuration.keyTransform?(url) ?? url)
-            do throws(CacheError) {
-                try self.store.remove(key)
-                // Waited for, so that the next load here cannot find in a shared tier what
-                // this answer made outdated.
-                try await self.store.removeShared(key)
-            } catch {
-                self.logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
-            }
+            await self.invalidate(ResponseKey(self.configuration.keyTransform?(url) ?? url))
         }
         return reply
+    }
+
+    /// Removes what is stored under `key` from every tier, after the writes to them queued
+    /// before (so that none of them brings it back later), and returns once it is gone: the
+    /// next load here cannot find what the invalidation made outdated.
+    func invalidate(_ key: ResponseKey) async {
+        let logger = self.logger
+        @Sendable func failed(_ error: CacheError) {
+            logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
+        }
+        self.store.removeFromMemory(key)
+        let ticket = self.writes.enqueue(bytes: 0) { [store] in
+            do throws(CacheError) { try store.removeFromDisk(key) } catch { failed(error) }
+        }
+        self.writes.drain()
+        await self.writes.wait(untilMade: ticket)
+        guard !self.store.shared.isEmpty else { return }
+        await self.sharedWrites.waitForWrites(to: key.string)
+        do throws(CacheError) { try await self.store.removeShared(key) } catch { failed(error) }
     }
 
     /// Throws ``LoadError/Code/invalidResponse`` for an answer to `request` that breaks HTTP:
@@ -790,14 +802,17 @@ public final class ResourceLoader: Sendable {
             }
         }
         if let shared = writes.shared {
-            self.sharedWrites.enqueue(bytes: writes.bytes) { [logger] () async in
+            let isStarted = self.sharedWrites.enqueue(key: key.string, bytes: writes.bytes) {
+                [logger, counters] () async in
                 do throws(CacheError) { try await shared() } catch {
+                    counters.sharedStorageFailure()
                     logger.debug(
                         "Storing a response in a shared tier failed",
                         metadata: ["key": "\(key.string)", "error": "\(error)"]
                     )
                 }
             }
+            if !isStarted { self.counters.sharedStorageFailure() }
         }
         if self.store.memory == nil {
             self.writes.drain()

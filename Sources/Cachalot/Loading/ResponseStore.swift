@@ -98,7 +98,10 @@ struct ResponseStore: Sendable {
         return nil
     }
 
-    private static func entry(_ key: ResponseKey, in tier: any AsyncDataCaching) async throws(CacheError)
+    private static func entry(
+        _ key: ResponseKey,
+        in tier: any AsyncDataCaching
+    ) async throws(CacheError)
         -> StoredEntry?
     {
         guard let stored = try await tier.entry(forKey: key.string) else { return nil }
@@ -188,10 +191,14 @@ struct ResponseStore: Sendable {
         let bytes: Int
     }
 
-    /// Removes what is stored under `url` in memory and on disk; ``removeShared(_:)`` does it in
-    /// the shared tiers. Variants become unreachable and age out.
-    func remove(_ url: ResponseKey) throws(CacheError) {
+    /// Removes what is stored under `url` in memory. Variants become unreachable and age out;
+    /// so do they with ``removeFromDisk(_:)`` and ``removeShared(_:)``.
+    func removeFromMemory(_ url: ResponseKey) {
         _ = self.memory?.removeValue(forKey: url)
+    }
+
+    /// Removes what is stored under `url` on disk.
+    func removeFromDisk(_ url: ResponseKey) throws(CacheError) {
         try self.disk?.removeValue(forKey: url.string)
     }
 

@@ -2,42 +2,66 @@ import Synchronization
 
 /// Writes to the shared tiers, each made by a task of its own, so that no answer waits for
 /// them. Their bodies are held in memory until they are made: past a backlog of
-/// `largestBacklog` bytes, a write is dropped (and counted) rather than queued, since a cache
-/// may always forget.
+/// `largestBacklog` bytes, a write is dropped rather than started, since a cache
+/// may always forget. An invalidation waits for the writes to its URL in flight
+/// (``waitForWrites(to:)``), so that none lands after it.
 final class SharedWrites: Sendable {
-    private let backlog = Mutex(0)
-    private let dropped = Atomic(0)
+    private struct State {
+        var backlog = 0
+        var nextID = 0
+        /// The writes in flight, by the URL they store, by their number.
+        var inFlight: [String: [Int: Task<Void, Never>]] = [:]
+        /// How many tasks wait in ``waitForWrites(to:)``.
+        var waiters = 0
+    }
+
+    private let state = Mutex(State())
     private let pending: PendingWork
     private let largestBacklog: Int
 
-    /// Makes a queue whose writes count in `pending` from being queued until made.
+    /// Makes a queue whose writes count in `pending` from being started until made.
     init(counting pending: PendingWork, largestBacklog: Int) {
         self.pending = pending
         self.largestBacklog = largestBacklog
     }
 
-    /// Starts `write`, which holds `bytes`, unless the writes in flight hold too much already.
-    func enqueue(bytes: Int, _ write: @escaping @Sendable () async -> Void) {
-        let isAccepted = self.backlog.withLock { backlog in
-            // One write is always accepted, however large, so that a lone large body is shared.
-            guard backlog == 0 || backlog + bytes <= self.largestBacklog else { return false }
-            backlog += bytes
+    /// Starts `write` of `key`'s responses, which holds `bytes`, unless the writes in flight
+    /// hold too much already; returns whether it started it.
+    @discardableResult
+    func enqueue(key: String, bytes: Int, _ write: @escaping @Sendable () async -> Void) -> Bool {
+        self.state.withLock { state in
+            // One write is always started, however large, so that a lone large body is shared.
+            guard state.backlog == 0 || state.backlog + bytes <= self.largestBacklog else { return false }
+            state.backlog += bytes
+            state.nextID += 1
+            let id = state.nextID
+            self.pending.begin()
+            // Made under the lock, which its own removal takes: it cannot end before it is added.
+            state.inFlight[key, default: [:]][id] = Task(priority: .background) {
+                await write()
+                self.state.withLock { state in
+                    state.backlog -= bytes
+                    state.inFlight[key]?[id] = nil
+                    if state.inFlight[key]?.isEmpty == true { state.inFlight[key] = nil }
+                }
+                self.pending.end()
+            }
             return true
-        }
-        guard isAccepted else {
-            self.dropped.wrappingAdd(1, ordering: .relaxed)
-            return
-        }
-        self.pending.begin()
-        Task(priority: .background) {
-            await write()
-            self.backlog.withLock { $0 -= bytes }
-            self.pending.end()
         }
     }
 
-    /// How many writes were dropped because the backlog was full.
-    var droppedCount: Int {
-        self.dropped.load(ordering: .relaxed)
+    /// Waits until the writes of `key` started before this call are made.
+    func waitForWrites(to key: String) async {
+        let writes = self.state.withLock { state in
+            state.waiters += 1
+            return Array(state.inFlight[key, default: [:]].values)
+        }
+        for write in writes { await write.value }
+        self.state.withLock { $0.waiters -= 1 }
+    }
+
+    /// How many tasks wait for writes to be made.
+    var waiterCount: Int {
+        self.state.withLock { $0.waiters }
     }
 }

@@ -1,5 +1,6 @@
 import Cachalot
 import CachalotPostgres
+import CachalotTesting
 import Foundation
 
 /// Runs `cache`'s connection pools around `body`, and stops them after.
@@ -25,5 +26,12 @@ extension PostgresCache.Configuration {
     /// (no test waits for a retry interval), and reads wait long enough for a loaded machine.
     static func testing(_ databases: [DatabaseURL]) -> Self {
         PostgresCache.Configuration(databases: databases, readTimeout: .seconds(5), retryInterval: .zero)
+    }
+}
+
+extension PostgresCluster {
+    /// `database` on this server, for the user `postgres`.
+    func database(_ name: String = "postgres") -> DatabaseURL {
+        DatabaseURL(host: "127.0.0.1", port: self.port, user: "postgres", database: name)
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CachalotAsyncHTTPClient
 import CachalotTestOrigin
+import CachalotTesting
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -101,6 +102,59 @@ struct ServeCommandTests {
         #expect(String(buffer: body) == "env")
         child.send(SIGTERM)
         #expect(await CommandLineTool.finish(child).status == 0)
+    }
+
+    @Test(
+        "Two nodes with their own disks share one database: the second answers what the first fetched",
+        .enabled(if: PostgresCluster.isAvailable, "needs PostgreSQL"),
+        .timeLimit(.minutes(2))
+    )
+    func nodesShareADatabase() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "once")
+        }
+        defer { origin.stop() }
+        try await PostgresCluster.with { cluster in
+            let client = HTTPClient(
+                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                configuration: AsyncHTTPClientTransport.clientConfiguration()
+            )
+            var statuses: [String] = []
+            var metrics = ""
+            for _ in 0..<2 {
+                let node = try CommandLineTool()
+                let child = try node.start(
+                    [
+                        "serve", "--origin", origin.url("/").absoluteString, "--listen", "127.0.0.1:0",
+                        "--admin", "127.0.0.1:0", "--shared", cluster.url(),
+                    ]
+                )
+                let ports = await CommandLineTool.offThePool { Self.listeningPorts(child) }
+                let port = try #require(ports["proxy"])
+                let response = try await client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/a"),
+                    timeout: .seconds(30)
+                )
+                var body = ByteBuffer()
+                for try await piece in response.body { body.writeImmutableBuffer(piece) }
+                #expect(String(buffer: body) == "once")
+                statuses.append(response.headers["cache-status"].first ?? "")
+                let scrape = try await client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(try #require(ports["admin"]))/metrics"),
+                    timeout: .seconds(30)
+                )
+                var text = ByteBuffer()
+                for try await piece in scrape.body { text.writeImmutableBuffer(piece) }
+                metrics = String(buffer: text)
+                // Stopping waits for the write to the database.
+                child.send(SIGTERM)
+                #expect(await CommandLineTool.finish(child).status == 0)
+            }
+            try await client.shutdown()
+            #expect(statuses[0].contains("fwd=uri-miss"))
+            #expect(statuses[1].hasPrefix("cachalot; hit") && statuses[1].contains("detail=shared"), "\(statuses)")
+            #expect(metrics.contains("cachalot_shared_hits 1"), "\(metrics)")
+            #expect(origin.requests.count == 1)
+        }
     }
 
     @Test("A missing origin is a usage error")

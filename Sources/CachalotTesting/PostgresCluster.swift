@@ -1,22 +1,22 @@
-import CachalotPostgres
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A throwaway PostgreSQL server for a test: a cluster that `initdb` makes in a temporary
+/// A throwaway PostgreSQL server for a test (Linux): a cluster that `initdb` makes in a temporary
 /// directory, listening on 127.0.0.1 at a free port, with trust authentication for the user
 /// `postgres`. When the tests run as root, the server runs as the `postgres` user, since
 /// PostgreSQL refuses root. ``stop()`` and ``start()`` stop and start it again (for outage
 /// tests); ``remove()`` stops it for good and deletes its directory.
-final class PostgresCluster: Sendable {
-    let directory: URL
-    let port: Int
+public final class PostgresCluster: Sendable {
+    /// The directory that holds the cluster's data, its log and its socket.
+    public let directory: URL
+    /// The TCP port it listens on, on 127.0.0.1.
+    public let port: Int
 
     /// The directory of PostgreSQL's programs: the newest version installed.
-    static let binaries: String? = {
+    public static let binaries: String? = {
         let root = "/usr/lib/postgresql"
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         return versions.compactMap(Int.init).max().map { "\(root)/\($0)/bin" }
@@ -24,7 +24,7 @@ final class PostgresCluster: Sendable {
 
     /// Whether the tests that need a server can run: PostgreSQL is installed, or CI runs them
     /// (where its absence must fail, not skip).
-    static var isAvailable: Bool {
+    public static var isAvailable: Bool {
         Self.binaries != nil || ProcessInfo.processInfo.environment["CI"] != nil
     }
 
@@ -34,11 +34,13 @@ final class PostgresCluster: Sendable {
     }
 
     /// Makes and starts a cluster.
-    static func start() async throws -> PostgresCluster {
+    public static func start() async throws -> PostgresCluster {
         let directory = FileManager.default.temporaryDirectory.appending(path: "cachalot-pg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
         if getuid() == 0 {
-            guard let user = getpwnam("postgres") else { throw ClusterError("There is no postgres user to run the server as.") }
+            guard let user = getpwnam("postgres") else {
+                throw ClusterError("There is no postgres user to run the server as.")
+            }
             chown(directory.path, user.pointee.pw_uid, user.pointee.pw_gid)
         }
         let cluster = PostgresCluster(directory: directory, port: try Self.freePort())
@@ -52,49 +54,53 @@ final class PostgresCluster: Sendable {
 
     private var data: String { self.directory.appending(path: "data").path }
 
-    /// The URL of `database` on this server.
-    func url(_ database: String = "postgres") -> DatabaseURL {
-        DatabaseURL(host: "127.0.0.1", port: self.port, user: "postgres", database: database)
+    /// The URL of `database` on this server, for the user `postgres`.
+    public func url(_ database: String = "postgres") -> String {
+        "postgres://postgres@127.0.0.1:\(self.port)/\(database)"
     }
 
     /// Makes a database.
-    func createDatabase(_ name: String) async throws {
+    public func createDatabase(_ name: String) async throws {
         try await self.run("createdb", ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "postgres", name])
     }
 
     /// Runs `sql` in `database` with psql; returns what it printed (unaligned, tuples only).
     @discardableResult
-    func sql(_ sql: String, in database: String = "postgres") async throws -> String {
+    public func sql(_ sql: String, in database: String = "postgres") async throws -> String {
         try await self.run(
             "psql",
-            ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1",
-             "-A", "-t", "-c", sql]
+            [
+                "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1",
+                "-A", "-t", "-c", sql,
+            ]
         )
     }
 
     /// Starts the server (again), waiting until it accepts connections.
-    func start() async throws {
+    public func start() async throws {
         try await self.run(
             "pg_ctl",
-            ["-D", self.data, "-l", self.directory.appending(path: "server.log").path, "-w", "-t", "60", "-o",
-             "-p \(self.port) -k \(self.directory.path) -c listen_addresses=127.0.0.1 -c fsync=off "
-                + "-c full_page_writes=off", "start"]
+            [
+                "-D", self.data, "-l", self.directory.appending(path: "server.log").path, "-w", "-t", "60", "-o",
+                "-p \(self.port) -k \(self.directory.path) -c listen_addresses=127.0.0.1 -c fsync=off "
+                    + "-c full_page_writes=off", "start",
+            ]
         )
     }
 
     /// Stops the server at once (`immediate`: as a crash would), waiting until it is gone.
-    func stop() async throws {
+    public func stop() async throws {
         try await self.run("pg_ctl", ["-D", self.data, "-m", "immediate", "-w", "stop"])
     }
 
     /// Stops the server if it runs, and deletes its directory.
-    func remove() async {
+    public func remove() async {
         _ = try? await self.stop()
         try? FileManager.default.removeItem(at: self.directory)
     }
 
     /// Runs the cluster around `body`, and removes it after, whatever `body` does.
-    static func with<Result>(_ body: (PostgresCluster) async throws -> Result) async throws -> Result {
+    public static func with<Result>(_ body: (PostgresCluster) async throws -> Result) async throws -> Result {
         let cluster = try await Self.start()
         do {
             let result = try await body(cluster)
@@ -106,8 +112,9 @@ final class PostgresCluster: Sendable {
         }
     }
 
-    struct ClusterError: Error, CustomStringConvertible {
-        var description: String
+    /// Why the cluster could not be made, started or stopped.
+    public struct ClusterError: Error, CustomStringConvertible {
+        public var description: String
         init(_ description: String) { self.description = description }
     }
 
@@ -143,7 +150,7 @@ final class PostgresCluster: Sendable {
                 posix_spawn_file_actions_adddup2(&actions, 1, 2)
                 var pid: pid_t = 0
                 let cArguments = argv.map { strdup($0) } + [nil]
-                defer { cArguments.forEach { free($0) } }
+                defer { for argument in cArguments { free(argument) } }
                 let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
                 guard spawned == 0 else {
                     continuation.resume(throwing: ClusterError("Starting \(argv[0]) failed: errno \(spawned)."))
@@ -170,8 +177,9 @@ final class PostgresCluster: Sendable {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0
-                && getsockname(socket, $0, &length) == 0
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0
+                    && getsockname(socket, $0, &length) == 0
             }
         }
         guard bound else { throw ClusterError("Finding a free port failed: errno \(errno).") }
