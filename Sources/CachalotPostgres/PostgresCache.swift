@@ -150,7 +150,8 @@ public final class PostgresCache: AsyncDataCaching, Service {
         let size = Int64(key.utf8.count + data.count + metadata.count)
         let isFull = Int(before + size) > self.configuration.maximumSize
         if database.countWrite() || isFull {
-            try await self.trim(database)
+            // The entry is written; a trim that fails is counted, and the next write tries again.
+            try? await self.trim(database)
         }
     }
 

@@ -44,10 +44,16 @@ extension ResourceLoader {
     }
 
     /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
-    /// response (`nil` for a list of variants), in every tier.
+    /// response (`nil` for a list of variants), in every tier, once the writes queued before
+    /// are made.
     private func removeResponses(
         where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
     ) async throws(CacheError) -> Int {
+        // A write queued before the purge must not land after it and bring back what it removed.
+        let ticket = self.writes.enqueue(bytes: 0) {}
+        self.writes.drain()
+        await self.writes.wait(untilMade: ticket)
+        await self.sharedWrites.waitForWrites(to: nil)
         var removed = try self.removeLocalResponses(where: isRemoved)
         for tier in self.store.shared {
             removed += try await tier.removeValues { key, metadata in

@@ -785,24 +785,24 @@ public final class ResourceLoader: Sendable {
         await self.write(self.store.store(response, url: key, request: request), key: key, run: run)
     }
 
-    /// Makes `writes`: on disk once the run's callers have their answer (or, without a run,
-    /// from a task of lower priority), so that a miss does not wait for the disk, unless the
-    /// disk is ``largestWriteBacklog`` behind (then the caller makes the writes, or waits, so
-    /// that the queue, held in memory, stays bounded) or there is no memory tier (then the
-    /// response is on disk before the caller goes on, so that the next load finds it); in the
-    /// shared tiers from a task of their own, never waited for. Disk writes are made in the
-    /// order of this call.
-    func write(_ writes: ResponseStore.Writes, key: ResponseKey, run: Coalescer<Resource>.Run?) async {
-        let ticket = self.writes.enqueue(bytes: writes.bytes) { [logger, counters] in
+    /// Makes `later`, the writes that follow memory's: on disk once the run's callers have
+    /// their answer (or, without a run, from a task of lower priority), so that a miss does not
+    /// wait for the disk, unless the disk is ``largestWriteBacklog`` behind (then the caller
+    /// makes the writes, or waits, so that the queue, held in memory, stays bounded) or there is
+    /// no memory tier (then the response is on disk before the caller goes on, so that the next
+    /// load finds it); in the shared tiers from a task of their own, never waited for. Disk
+    /// writes are made in the order of this call.
+    func write(_ later: ResponseStore.Writes, key: ResponseKey, run: Coalescer<Resource>.Run?) async {
+        let ticket = self.writes.enqueue(bytes: later.bytes) { [logger, counters] in
             do {
-                try writes.disk()
+                try later.disk()
             } catch {
                 counters.storageFailure()
                 logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
             }
         }
-        if let shared = writes.shared {
-            let isStarted = self.sharedWrites.enqueue(key: key.string, bytes: writes.bytes) {
+        if let shared = later.shared {
+            let isStarted = self.sharedWrites.enqueue(key: key.string, bytes: later.bytes) {
                 [logger, counters] () async in
                 do throws(CacheError) { try await shared() } catch {
                     counters.sharedStorageFailure()
@@ -821,9 +821,9 @@ public final class ResourceLoader: Sendable {
             self.writes.drain()
             await self.writes.wait(untilBacklogIsAtMost: Self.largestWriteBacklog)
         } else if let run {
-            run.afterAnswering.add { [writes = self.writes] in writes.drain() }
+            run.afterAnswering.add { [writes] in writes.drain() }
         } else {
-            Task(priority: .background) { [writes = self.writes] in writes.drain() }
+            Task(priority: .background) { [writes] in writes.drain() }
         }
     }
 

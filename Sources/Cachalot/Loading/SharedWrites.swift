@@ -50,10 +50,11 @@ final class SharedWrites: Sendable {
         }
     }
 
-    /// Waits until the writes of `key` started before this call are made.
-    func waitForWrites(to key: String) async {
+    /// Waits until the writes of `key` (of every key, if `nil`) started before this call are made.
+    func waitForWrites(to key: String?) async {
         let writes = self.state.withLock { state in
             state.waiters += 1
+            guard let key else { return state.inFlight.values.flatMap(\.values) }
             return Array(state.inFlight[key, default: [:]].values)
         }
         for write in writes { await write.value }

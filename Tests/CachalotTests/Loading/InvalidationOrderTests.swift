@@ -53,6 +53,27 @@ struct InvalidationOrderTests {
     }
 }
 
+@Suite("Purges after writes still in flight", .timeLimit(.minutes(1)))
+struct PurgeOrderTests {
+    @Test("a purge while the GET's shared write is in flight removes the entry after that write")
+    func sharedWriteInFlight() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "1") }
+        defer { origin.stop() }
+        let shared = HeldSharedStore()
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), shared: [shared])
+        _ = try await loader.load(origin.url("/item"))
+        await shared.setsReached.wait(for: 1)
+        let purge = Task { try await loader.removeResponses(for: origin.url("/item")) }
+        for _ in 0..<1_000_000 where shared.removals == 0 && loader.sharedWrites.waiterCount == 0 {
+            await Task.yield()
+        }
+        shared.gate.open()
+        _ = try await purge.value
+        await loader.waitForBackgroundWork()
+        #expect(shared.isEmpty)
+    }
+}
+
 /// A disk tier in memory whose first write is held until ``release()``, and that counts removals.
 final class HeldDisk: DataCaching {
     let setsReached = Countdown()
@@ -115,7 +136,12 @@ final class HeldSharedStore: AsyncDataCaching {
     }
 
     func removeValues(where isRemoved: @escaping @Sendable (String, Data) -> Bool) async throws(CacheError) -> Int {
-        0
+        self.state.withLock { state in
+            state.removals += 1
+            let doomed = state.entries.values.filter { isRemoved($0.key, $0.metadata) }.map(\.key)
+            for key in doomed { state.entries.removeValue(forKey: key) }
+            return doomed.count
+        }
     }
 
     func removeAll() async throws(CacheError) {
