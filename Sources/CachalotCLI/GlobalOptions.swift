@@ -94,7 +94,12 @@ struct GlobalOptions: ParsableArguments {
         logger.logLevel = self.quiet ? .critical : .warning
         let shared: PostgresCache
         do {
-            shared = try PostgresCache(configuration: .init(databases: databases), logger: logger)
+            // A command's loads start on a cold connection: a read may wait for it to be made
+            // (a server's pool stays warm, and keeps the default 50 ms).
+            shared = try PostgresCache(
+                configuration: .init(databases: databases, readTimeout: .seconds(1)),
+                logger: logger
+            )
         } catch {
             throw ValidationError(error.message)
         }

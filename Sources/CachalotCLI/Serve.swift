@@ -166,20 +166,31 @@ struct Serve: AsyncParsableCommand {
         }
         let group = ServiceGroup(
             configuration: .init(
-                // Stopped in reverse order: the shared tier after the server's last write.
-                services: (shared.map { [ServiceGroupConfiguration.ServiceConfiguration(service: $0)] } ?? [])
-                    + [.init(service: server)],
+                services: [.init(service: server)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
         )
         do {
-            try await group.run()
+            try await Self.running(shared) { try await group.run() }
         } catch {
             try? await client.shutdown()
             throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
         }
         try await client.shutdown()
+    }
+
+    /// Runs `body` with `shared`'s connection pools running, once it is connected and its
+    /// schema is ready (or that failed: the outage is logged, and loads go on without it until
+    /// it answers); stops them after `body`, once the server's last write is made.
+    private static func running(_ shared: PostgresCache?, _ body: () async throws -> Void) async throws {
+        guard let shared else { return try await body() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await shared.run() }
+            defer { group.cancelAll() }
+            try? await shared.prepare()
+            try await body()
+        }
     }
 
     /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics`: what

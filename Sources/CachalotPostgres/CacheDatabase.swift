@@ -10,8 +10,9 @@ import Synchronization
 /// whether it is reachable.
 ///
 /// Every operation goes through ``perform(_:timeout:_:)``, which keeps the state:
-/// - The schema is made ready (found, or created) before the first statement; a version this
-///   code does not know is an error of every operation from then on, never a silent misuse.
+/// - The schema is made ready (found, or created) before the first statement, on its connection
+///   and within its time; a version this code does not know is an error of every operation from
+///   then on, never a silent misuse.
 /// - A database that fails to answer in time, or whose connection fails, is *down*: it is
 ///   logged once (a warning), counted, and left alone for ``PostgresCache/Configuration/retryInterval``,
 ///   during which its operations fail at once. The first operation after that tries it again;
@@ -26,11 +27,16 @@ final class CacheDatabase: Sendable {
     private let counters: PostgresCache.Counters
     private let eventLoop: any EventLoop
     private let state = Mutex(State())
+    /// How long making a connection may take.
+    private let connectTimeout: Duration
 
     private struct State {
         var schema = Schema.unknown
         /// When a database that is down may be tried again; `nil` while it is up.
         var retryAt: ContinuousClock.Instant?
+        /// Whether any operation has succeeded yet: until one has, the pool may still be
+        /// connecting.
+        var hasAnswered = false
         /// Writes since the last trim.
         var writesSinceTrim = 0
     }
@@ -59,7 +65,8 @@ final class CacheDatabase: Sendable {
             tls: Self.tls(url.security)
         )
         client.options.maximumConnections = configuration.maximumConnections
-        client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
+        self.connectTimeout = max(configuration.writeTimeout, .seconds(1))
+        client.options.connectTimeout = self.connectTimeout
         // The pool's own messages (each failed connection attempt) are not passed on: an outage
         // is logged once, here.
         self.client = PostgresClient(
@@ -101,27 +108,31 @@ final class CacheDatabase: Sendable {
             throw CacheError(.unavailable, "The shared cache at \(self.url) is down; \(what) was skipped.")
         }
         do {
-            if case .unknown = schema { try await self.prepare() }
+            // The schema is made ready on the operation's connection, within its time.
+            let needsSchema = if case .unknown = schema { true } else { false }
             let result = try await Deadline.run(within: timeout, on: self.eventLoop) { [client] in
-                try await client.withConnection { connection in try await operation(connection) }
+                try await client.withConnection { connection in
+                    if needsSchema { try await self.prepare(on: connection) }
+                    return try await operation(connection)
+                }
             }
             self.succeeded()
             return result
         } catch let error as CacheError {
             throw error
         } catch {
-            throw self.failed(what, error)
+            throw self.failed(what, error, timeout: timeout)
         }
     }
 
-    private func prepare() async throws {
-        let (isUnlogged, logger) = (self.configuration.isUnlogged, self.logger)
-        let version = try await Deadline.run(within: self.configuration.writeTimeout, on: self.eventLoop) {
-            [client] in
-            try await client.withConnection { connection in
-                try await CacheTable.prepare(on: connection, isUnlogged: isUnlogged, logger: logger)
-            }
-        }
+    /// Finds or makes the schema on `connection`; throws, and keeps throwing from then on, if it
+    /// is of a version this code does not know.
+    private func prepare(on connection: PostgresConnection) async throws {
+        let version = try await CacheTable.prepare(
+            on: connection,
+            isUnlogged: self.configuration.isUnlogged,
+            logger: self.logger
+        )
         guard version == CacheTable.version else {
             let error = CacheError(
                 .invalidConfiguration,
@@ -138,7 +149,7 @@ final class CacheDatabase: Sendable {
 
     private func succeeded() {
         let wasDown = self.state.withLock { state in
-            defer { state.retryAt = nil }
+            defer { (state.retryAt, state.hasAnswered) = (nil, true) }
             return state.retryAt != nil
         }
         if wasDown {
@@ -146,9 +157,17 @@ final class CacheDatabase: Sendable {
         }
     }
 
-    /// Marks the database down after `error`, logging it if it was up; returns the error to throw.
-    private func failed(_ what: String, _ error: any Error) -> CacheError {
+    /// Marks the database down after `error` of an operation given `timeout`, logging it if it
+    /// was up; returns the error to throw.
+    private func failed(_ what: String, _ error: any Error, timeout: Duration) -> CacheError {
         let message = Self.describe(error)
+        let hasAnswered = self.state.withLock { $0.hasAnswered }
+        if error is Deadline.Exceeded, !hasAnswered, timeout < self.connectTimeout {
+            // A database that has not answered yet is given the time to connect before it
+            // counts as down: a short read may have come while its first connection was made.
+            self.counters.failure()
+            return CacheError(.unavailable, "The shared cache at \(self.url) is not connected yet; \(what) missed.")
+        }
         // An error the server reports about a statement (a full disk, say) is not an outage:
         // the database answered.
         if let error = error as? PSQLError, error.code == .server {

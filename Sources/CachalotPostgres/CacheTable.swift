@@ -87,8 +87,17 @@ enum CacheTable {
     static let trimLock: Int64 = 0x6361_6368_616c_6f02
 
     /// Makes sure the schema is there, creating it if it is not; returns the version found.
+    /// A schema that is there costs one statement.
     static func prepare(on connection: PostgresConnection, isUnlogged: Bool, logger: Logger) async throws -> Int {
-        try await connection.withTransaction(logger: logger) { connection in
+        do {
+            let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
+                .collect().map { try $0.decode(Int.self) }
+            // A table without its row is not a schema this code made: no version.
+            return versions.count == 1 ? versions[0] : 0
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
+            // No such table: made below, unless another process makes it first.
+        }
+        return try await connection.withTransaction(logger: logger) { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
                 .collect()
             let exists =

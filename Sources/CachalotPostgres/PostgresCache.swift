@@ -75,12 +75,16 @@ public final class PostgresCache: AsyncDataCaching, Service {
     }
 
     /// Runs the databases' connection pools until the task is cancelled (or, in a
-    /// `ServiceGroup`, until graceful shutdown).
+    /// `ServiceGroup`, until graceful shutdown). It connects to each database at once and makes
+    /// its schema ready, so that the first loads find a connection open.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 for database in self.databases {
                     group.addTask { await database.run() }
+                    group.addTask {
+                        _ = try? await database.perform("connecting", timeout: self.writeTimeout) { _ in }
+                    }
                 }
             }
         }
