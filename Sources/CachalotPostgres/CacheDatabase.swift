@@ -16,7 +16,11 @@ import Synchronization
 /// - A database that fails to answer in time, or whose connection fails, is *down*: it is
 ///   logged once (a warning), counted, and left alone for ``PostgresCache/Configuration/retryInterval``,
 ///   during which its operations fail at once. The first operation after that tries it again;
-///   when one succeeds, it is *up* again, and that is logged too.
+///   when one started after the outage succeeds, it is *up* again, and that is logged too.
+/// - An operation whose caller was cancelled says nothing of the database.
+/// - An error the server reports about a statement is logged once per SQLSTATE until an
+///   operation succeeds; it does not make the database down, unless it comes while the schema is
+///   being made (then that is not tried again before the retry interval).
 final class CacheDatabase: Sendable {
     let url: DatabaseURL
     /// The database's seed in rendezvous hashing, from its identity.
@@ -29,14 +33,20 @@ final class CacheDatabase: Sendable {
     private let state = Mutex(State())
     /// How long making a connection may take.
     private let connectTimeout: Duration
+    private let createdAt = ContinuousClock.now
 
     private struct State {
         var schema = Schema.unknown
         /// When a database that is down may be tried again; `nil` while it is up.
         var retryAt: ContinuousClock.Instant?
+        /// When the operation that found the database down started; `nil` while it is up. Only
+        /// an operation started after it brings the database back up.
+        var downSince: ContinuousClock.Instant?
         /// Whether any operation has succeeded yet: until one has, the pool may still be
         /// connecting.
         var hasAnswered = false
+        /// The SQLSTATE of the last error the server reported, logged once.
+        var lastServerError: String?
         /// Writes since the last trim.
         var writesSinceTrim = 0
     }
@@ -79,11 +89,16 @@ final class CacheDatabase: Sendable {
         self.counters = counters
     }
 
+    /// TLS as libpq's `sslmode` means it: `prefer` and `require` encrypt without checking the
+    /// server's certificate; `verify-full` checks it.
     private static func tls(_ security: DatabaseURL.Security) -> PostgresClient.Configuration.TLS {
+        var unverified = TLSConfiguration.makeClientConfiguration()
+        unverified.certificateVerification = .none
         switch security {
-        case .disable: .disable
-        case .prefer: .prefer(.makeClientConfiguration())
-        case .require: .require(.makeClientConfiguration())
+        case .disable: return .disable
+        case .prefer: return .prefer(unverified)
+        case .require: return .require(unverified)
+        case .verifyFull: return .require(.makeClientConfiguration())
         }
     }
 
@@ -95,16 +110,18 @@ final class CacheDatabase: Sendable {
     /// Runs `operation` on a connection, within `timeout`, once the schema is ready.
     ///
     /// - Throws: ``CacheError/Code/unavailable`` if the database is down, fails or does not
-    ///   answer in time; ``CacheError/Code/invalidConfiguration`` if its schema is of a version
-    ///   this code does not know.
+    ///   answer in time, or the caller was cancelled; ``CacheError/Code/invalidConfiguration``
+    ///   if its schema is of a version this code does not know.
     func perform<Result: Sendable>(
         _ what: String,
         timeout: Duration,
         _ operation: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws(CacheError) -> Result {
+        let started = ContinuousClock.now
         let (schema, retryAt) = self.state.withLock { ($0.schema, $0.retryAt) }
         if case .unusable(let error) = schema { throw error }
-        if let retryAt, ContinuousClock.now < retryAt {
+        if let retryAt, started < retryAt {
+            self.counters.failure()
             throw CacheError(.unavailable, "The shared cache at \(self.url) is down; \(what) was skipped.")
         }
         do {
@@ -116,12 +133,16 @@ final class CacheDatabase: Sendable {
                     return try await operation(connection)
                 }
             }
-            self.succeeded()
+            self.succeeded(started: started)
             return result
         } catch let error as CacheError {
             throw error
         } catch {
-            throw self.failed(what, error, timeout: timeout)
+            if Task.isCancelled {
+                // The caller went away: nothing is known of the database.
+                throw CacheError(.unavailable, "\(what) in the shared cache at \(self.url) was cancelled.")
+            }
+            throw self.failed(what, error, started: started, timeout: timeout)
         }
     }
 
@@ -137,8 +158,8 @@ final class CacheDatabase: Sendable {
             let error = CacheError(
                 .invalidConfiguration,
                 "The shared cache at \(self.url) has a schema of version \(version); this version of Cachalot "
-                    + "reads and writes version \(CacheTable.version) only. Use a Cachalot that knows it, or drop "
-                    + "the cachalot_ tables and sequence to start afresh."
+                    + "reads and writes version \(CacheTable.version) only. Use a Cachalot that knows it, or "
+                    + "remove the schema to start afresh: \(CacheTable.removal)."
             )
             self.state.withLock { $0.schema = .unusable(error) }
             self.logger.error("\(error.message)", metadata: ["database": "\(self.url)"])
@@ -147,51 +168,75 @@ final class CacheDatabase: Sendable {
         self.state.withLock { $0.schema = .ready }
     }
 
-    private func succeeded() {
-        let wasDown = self.state.withLock { state in
-            defer { (state.retryAt, state.hasAnswered) = (nil, true) }
-            return state.retryAt != nil
+    /// Notes an operation started at `started` that succeeded: the database is up again, unless
+    /// it went down after the operation started.
+    private func succeeded(started: ContinuousClock.Instant) {
+        let isBack = self.state.withLock { state in
+            state.hasAnswered = true
+            state.lastServerError = nil
+            guard let since = state.downSince, started >= since else { return false }
+            (state.retryAt, state.downSince) = (nil, nil)
+            return true
         }
-        if wasDown {
+        if isBack {
             self.logger.info("The shared cache is reachable again", metadata: ["database": "\(self.url)"])
         }
     }
 
-    /// Marks the database down after `error` of an operation given `timeout`, logging it if it
-    /// was up; returns the error to throw.
-    private func failed(_ what: String, _ error: any Error, timeout: Duration) -> CacheError {
+    /// Marks the database down after `error` of an operation started at `started` with
+    /// `timeout`, logging it if it was up; returns the error to throw.
+    private func failed(
+        _ what: String,
+        _ error: any Error,
+        started: ContinuousClock.Instant,
+        timeout: Duration
+    ) -> CacheError {
         let message = Self.describe(error)
-        let hasAnswered = self.state.withLock { $0.hasAnswered }
-        if error is Deadline.Exceeded, !hasAnswered, timeout < self.connectTimeout {
-            // A database that has not answered yet is given the time to connect before it
-            // counts as down: a short read may have come while its first connection was made.
-            self.counters.failure()
-            return CacheError(.unavailable, "The shared cache at \(self.url) is not connected yet; \(what) missed.")
-        }
-        // An error the server reports about a statement (a full disk, say) is not an outage:
-        // the database answered.
+        self.counters.failure()
+        let failure = CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
+        // An error the server reports about a statement (a full disk, a missing permission) is
+        // not an outage: the database answered. It is logged once, until something succeeds.
         if let error = error as? PSQLError, error.code == .server {
-            self.counters.failure()
-            if error.serverInfo?[.sqlState] == "42P01" {
+            let code = error.serverInfo?[.sqlState]
+            let isNew = self.state.withLock { state in
                 // A table is gone (the database was restored, or recreated): make the schema
                 // again before the next statement.
-                self.state.withLock { $0.schema = .unknown }
+                if code == "42P01" { state.schema = .unknown }
+                // A schema that cannot be made is not tried again at once, by every load.
+                if case .unknown = state.schema { state.retryAt = started + self.configuration.retryInterval }
+                defer { state.lastServerError = code }
+                return state.lastServerError != code
             }
-            return CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
+            if isNew {
+                self.logger.warning(
+                    "The shared cache refused a statement; going on without it for such statements",
+                    metadata: ["database": "\(self.url)", "error": "\(message)"]
+                )
+            }
+            return failure
         }
-        let wasUp = self.state.withLock { state in
-            defer { state.retryAt = ContinuousClock.now + self.configuration.retryInterval }
-            return state.retryAt == nil
+        let wasUp = self.state.withLock { state -> Bool? in
+            // A short operation that ran out of time while the first connection may still be
+            // being made (within the connection timeout of the start) is a miss, not an outage.
+            if error is Deadline.Exceeded, !state.hasAnswered, timeout < self.connectTimeout,
+                started < self.createdAt + self.connectTimeout
+            {
+                return nil
+            }
+            defer {
+                state.retryAt = ContinuousClock.now + self.configuration.retryInterval
+                state.downSince = state.downSince ?? started
+            }
+            return state.downSince == nil
         }
-        self.counters.failure()
-        if wasUp {
+        if wasUp == true {
             self.counters.outage()
             self.logger.warning(
                 "The shared cache is unavailable; going on without it until it answers again",
                 metadata: ["database": "\(self.url)", "error": "\(message)"]
             )
         }
-        return CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
+        return failure
     }
 
     /// What went wrong, with the server's message where it sent one (PSQLError's own

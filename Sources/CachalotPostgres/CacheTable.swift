@@ -20,15 +20,16 @@ enum CacheTable {
     /// How many rows `cachalot_usage` spreads the counts over.
     static let usageSlots = 16
 
-    /// The statements that create the schema, in order.
+    /// The statements that create the schema, in order; each leaves what is there already.
     static func creation(isUnlogged: Bool) -> [PostgresQuery] {
-        [
-            "CREATE TABLE cachalot_schema (version integer NOT NULL)",
-            "INSERT INTO cachalot_schema (version) VALUES (\(Self.version))",
-            "CREATE SEQUENCE cachalot_entries_id",
+        let unlogged = isUnlogged ? "UNLOGGED " : ""
+        return [
+            "CREATE TABLE IF NOT EXISTS cachalot_schema (version integer NOT NULL)",
+            "INSERT INTO cachalot_schema (version) SELECT \(Self.version) WHERE NOT EXISTS (SELECT FROM cachalot_schema)",
+            "CREATE SEQUENCE IF NOT EXISTS cachalot_entries_id",
             PostgresQuery(
                 unsafeSQL: """
-                    CREATE \(isUnlogged ? "UNLOGGED " : "")TABLE cachalot_entries (
+                    CREATE \(unlogged)TABLE IF NOT EXISTS cachalot_entries (
                         digest bytea PRIMARY KEY,
                         id bigint NOT NULL DEFAULT nextval('cachalot_entries_id'),
                         key bytea NOT NULL,
@@ -40,81 +41,88 @@ enum CacheTable {
                     )
                     """
             ),
-            "CREATE INDEX cachalot_entries_by_id ON cachalot_entries (id)",
+            "CREATE INDEX IF NOT EXISTS cachalot_entries_by_id ON cachalot_entries (id)",
+            // Unlogged with the entries, so that a crash empties both alike.
             PostgresQuery(
                 unsafeSQL: """
-                    CREATE TABLE cachalot_usage (
+                    CREATE \(unlogged)TABLE IF NOT EXISTS cachalot_usage (
                         slot integer PRIMARY KEY, bytes bigint NOT NULL, entries bigint NOT NULL
                     )
                     """
             ),
+            // Upserted, so that a slot whose row is missing is made again.
             PostgresQuery(
                 unsafeSQL: """
-                    INSERT INTO cachalot_usage (slot, bytes, entries)
-                    SELECT slot, 0, 0 FROM generate_series(0, \(Self.usageSlots - 1)) AS slot
-                    """
-            ),
-            PostgresQuery(
-                unsafeSQL: """
-                    CREATE FUNCTION cachalot_account() RETURNS trigger LANGUAGE plpgsql AS $$
+                    CREATE OR REPLACE FUNCTION cachalot_account() RETURNS trigger LANGUAGE plpgsql AS $$
+                    DECLARE
+                        changed_slot integer;
+                        delta_bytes bigint := 0;
+                        delta_entries bigint := 0;
                     BEGIN
-                        IF TG_OP = 'INSERT' THEN
-                            UPDATE cachalot_usage SET bytes = bytes + NEW.size, entries = entries + 1
-                            WHERE slot = get_byte(NEW.digest, 0) % \(Self.usageSlots);
-                        ELSIF TG_OP = 'UPDATE' THEN
-                            UPDATE cachalot_usage SET bytes = bytes + NEW.size - OLD.size
-                            WHERE slot = get_byte(NEW.digest, 0) % \(Self.usageSlots);
-                        ELSE
-                            UPDATE cachalot_usage SET bytes = bytes - OLD.size, entries = entries - 1
-                            WHERE slot = get_byte(OLD.digest, 0) % \(Self.usageSlots);
+                        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                            changed_slot := get_byte(NEW.digest, 0) % \(Self.usageSlots);
+                            delta_bytes := NEW.size;
+                            delta_entries := 1;
                         END IF;
+                        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+                            changed_slot := get_byte(OLD.digest, 0) % \(Self.usageSlots);
+                            delta_bytes := delta_bytes - OLD.size;
+                            delta_entries := delta_entries - 1;
+                        END IF;
+                        INSERT INTO cachalot_usage AS usage (slot, bytes, entries)
+                        VALUES (changed_slot, delta_bytes, delta_entries)
+                        ON CONFLICT (slot) DO UPDATE
+                        SET bytes = usage.bytes + excluded.bytes, entries = usage.entries + excluded.entries;
                         RETURN NULL;
                     END $$
                     """
             ),
             PostgresQuery(
                 unsafeSQL: """
-                    CREATE TRIGGER cachalot_entries_usage AFTER INSERT OR UPDATE OR DELETE ON cachalot_entries
+                    CREATE OR REPLACE TRIGGER cachalot_entries_usage
+                    AFTER INSERT OR UPDATE OR DELETE ON cachalot_entries
                     FOR EACH ROW EXECUTE FUNCTION cachalot_account()
                     """
             ),
         ]
     }
 
+    /// The statements that remove the schema, for an operator.
+    static let removal =
+        "DROP TABLE cachalot_entries, cachalot_usage, cachalot_schema; DROP SEQUENCE cachalot_entries_id; "
+        + "DROP FUNCTION cachalot_account"
+
     /// The advisory lock that one creation of the schema at a time holds.
     static let schemaLock: Int64 = 0x6361_6368_616c_6f01
     /// The advisory lock that one trim at a time holds.
     static let trimLock: Int64 = 0x6361_6368_616c_6f02
 
-    /// Makes sure the schema is there, creating it if it is not; returns the version found.
-    /// A schema that is there costs one statement.
+    /// Makes sure the schema is there, whole, creating what is missing; returns the version
+    /// found. A schema that is there costs one statement.
     static func prepare(on connection: PostgresConnection, isUnlogged: Bool, logger: Logger) async throws -> Int {
+        let check: PostgresQuery = """
+            SELECT version, to_regclass('cachalot_entries') IS NOT NULL AND to_regclass('cachalot_usage') IS NOT NULL
+            FROM cachalot_schema
+            """
         do {
-            let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
-                .collect().map { try $0.decode(Int.self) }
-            // A table without its row is not a schema this code made: no version.
-            return versions.count == 1 ? versions[0] : 0
+            let rows = try await connection.query(check, logger: logger).collect().map {
+                try $0.decode((Int, Bool).self)
+            }
+            // A table without its one row is not a schema this code made: no version.
+            guard rows.count == 1 else { return 0 }
+            if rows[0].0 != Self.version || rows[0].1 { return rows[0].0 }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
-            // No such table: made below, unless another process makes it first.
+            // No schema: made below, unless another process makes it first.
         }
         return try await connection.withTransaction(logger: logger) { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
                 .collect()
-            let exists =
-                try await connection.query(
-                    "SELECT to_regclass('cachalot_schema') IS NOT NULL",
-                    logger: logger
-                ).collect().first?.decode(Bool.self) ?? false
-            if exists {
-                let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
-                    .collect().map { try $0.decode(Int.self) }
-                // A table without its row is not a schema this code made: no version.
-                return versions.count == 1 ? versions[0] : 0
-            }
             for statement in Self.creation(isUnlogged: isUnlogged) {
                 _ = try await connection.query(statement, logger: logger).collect()
             }
-            return Self.version
+            let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
+                .collect().map { try $0.decode(Int.self) }
+            return versions.count == 1 ? versions[0] : 0
         }
     }
 

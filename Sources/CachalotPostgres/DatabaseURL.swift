@@ -25,10 +25,11 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         case disable
         /// If the server offers it (`sslmode=prefer`, the default; `allow` reads the same).
         case prefer
-        /// Always, with the server's certificate verified against the system's trusted roots and
-        /// its host name (`sslmode=require`, `verify-ca` and `verify-full` all read so: stricter
-        /// than libpq's `require`, which checks no certificate).
+        /// Always, without checking the server's certificate (`sslmode=require`), as libpq.
         case require
+        /// Always, with the server's certificate verified against the system's trusted roots and
+        /// its host name (`sslmode=verify-full`; `verify-ca` reads the same, stricter).
+        case verifyFull
     }
 
     /// Reads a URL.
@@ -55,7 +56,8 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value {
         case nil, "prefer", "allow": self.security = .prefer
         case "disable": self.security = .disable
-        case "require", "verify-ca", "verify-full": self.security = .require
+        case "require": self.security = .require
+        case "verify-ca", "verify-full": self.security = .verifyFull
         case let mode?:
             throw CacheError(
                 .invalidConfiguration,

@@ -18,6 +18,7 @@ enum Deadline {
         on eventLoop: any EventLoop,
         _ operation: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
+        try Task.checkCancellation()
         let race = Race<Result>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -29,6 +30,8 @@ enum Deadline {
                     race.finish(with: result)
                 }
                 race.task.withLock { $0 = task }
+                // Cancelled before the handler could see the task: cancel it here.
+                if Task.isCancelled { task.cancel() }
                 let timer = eventLoop.scheduleTask(in: TimeAmount(timeout)) {
                     if race.finish(with: .failure(Exceeded(timeout: timeout))) { task.cancel() }
                 }

@@ -126,7 +126,8 @@ public final class PostgresCache: AsyncDataCaching, Service {
         guard isIntact, age < self.configuration.maximumAge.seconds else {
             if !isIntact { self.counters.corrupt() }
             self.counters.miss()
-            _ = try? await database.perform("removing a damaged or expired entry", timeout: self.writeTimeout) {
+            // Bounded like the read it follows: a load waits for it.
+            _ = try? await database.perform("removing a damaged or expired entry", timeout: self.configuration.readTimeout) {
                 connection in
                 _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
             }
@@ -152,7 +153,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
         self.counters.write()
         let size = Int64(key.utf8.count + data.count + metadata.count)
-        let isFull = Int(before + size) > self.configuration.maximumSize
+        let isFull = before.addingSaturated(size) > Int64(self.configuration.maximumSize)
         if database.countWrite() || isFull {
             // The entry is written; a trim that fails is counted, and the next write tries again.
             try? await self.trim(database)
@@ -234,40 +235,51 @@ public final class PostgresCache: AsyncDataCaching, Service {
                 connection in
                 try await CacheTable.usage(on: connection, logger: Self.quiet)
             }
-            usage.entries += Int(entries)
-            usage.bytes += Int(bytes)
+            usage.entries = Int(Int64(usage.entries).addingSaturated(entries))
+            usage.bytes = Int(Int64(usage.bytes).addingSaturated(bytes))
         }
         return usage
     }
 
     /// Removes the oldest rows of `database` while it is over its size, and those older than the
-    /// age limit among the oldest, a batch at a time (at most 10 batches a call); one trim at a
-    /// time per database, whoever runs it.
+    /// age limit among the oldest, a batch at a time (at most 10 batches a call), each batch its
+    /// own transaction so that writers wait for none of them long; one trim at a time per
+    /// database, whoever runs it (a session's advisory lock, let go at the end or with the
+    /// connection).
     private func trim(_ database: CacheDatabase) async throws(CacheError) {
         let (maximumSize, batch) = (Int64(self.configuration.maximumSize), self.configuration.trimBatchSize)
         let cutoff = self.now().timeIntervalSince1970 - self.configuration.maximumAge.seconds
         let removed = try await database.perform("trimming", timeout: self.writeTimeout) { connection in
-            try await connection.withTransaction(logger: Self.quiet) { connection in
-                let isLocked =
-                    try await connection.query(
-                        "SELECT pg_try_advisory_xact_lock(\(CacheTable.trimLock))",
-                        logger: Self.quiet
-                    ).collect().first?.decode(Bool.self) ?? false
-                guard isLocked else { return 0 }
+            let isLocked =
+                try await connection.query(
+                    "SELECT pg_try_advisory_lock(\(CacheTable.trimLock))",
+                    logger: Self.quiet
+                ).collect().first?.decode(Bool.self) ?? false
+            guard isLocked else { return 0 }
+            var removed = 0
+            var failure: (any Error)?
+            do {
+                // Counts read from the database can say anything: sums saturate.
                 var size = try await CacheTable.usage(on: connection, logger: Self.quiet).bytes
-                var removed = 0
                 for _ in 0..<10 {
                     let isFull = size > maximumSize
                     let sizes = try await connection.query(
                         CacheTable.trim(count: batch, all: isFull, cutoff: cutoff),
                         logger: Self.quiet
                     ).collect().map { try $0.decode(Int64.self) }
-                    size -= sizes.reduce(0, +)
+                    size = sizes.reduce(size) { $0.subtractingSaturated($1) }
                     removed += sizes.count
                     if sizes.isEmpty || (!isFull && sizes.count < batch) { break }
                 }
-                return removed
+            } catch {
+                failure = error
             }
+            _ = try await connection.query(
+                "SELECT pg_advisory_unlock(\(CacheTable.trimLock))",
+                logger: Self.quiet
+            ).collect()
+            if let failure { throw failure }
+            return removed
         }
         self.counters.trimmed(removed)
     }
@@ -302,6 +314,20 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// Which database holds `key`, by its URL: for tests and tools.
     public func database(forKey key: String) -> DatabaseURL {
         self.database(for: KeyDigest(key: key)).url
+    }
+}
+
+extension Int64 {
+    /// The sum, or the nearest bound where it would overflow.
+    func addingSaturated(_ other: Int64) -> Int64 {
+        let (sum, overflow) = self.addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+
+    /// The difference, or the nearest bound where it would overflow.
+    func subtractingSaturated(_ other: Int64) -> Int64 {
+        let (difference, overflow) = self.subtractingReportingOverflow(other)
+        return overflow ? (other < 0 ? .max : .min) : difference
     }
 }
 

@@ -13,6 +13,7 @@ import Testing
         let short = try DatabaseURL("postgres://me@localhost")
         #expect(short.port == 5432 && short.database == "me" && short.password == nil && short.security == .prefer)
         #expect(try DatabaseURL("postgres://me@h/db?sslmode=disable").security == .disable)
+        #expect(try DatabaseURL("postgres://me@h/db?sslmode=verify-full").security == .verifyFull)
     }
 
     @Test(arguments: [

@@ -49,18 +49,29 @@ extension ResourceLoader {
     private func removeResponses(
         where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
     ) async throws(CacheError) -> Int {
-        // A write queued before the purge must not land after it and bring back what it removed.
-        let ticket = self.writes.enqueue(bytes: 0) {}
-        self.writes.drain()
-        await self.writes.wait(untilMade: ticket)
-        await self.sharedWrites.waitForWrites(to: nil)
-        var removed = try self.removeLocalResponses(where: isRemoved)
-        for tier in self.store.shared {
-            removed += try await tier.removeValues { key, metadata in
-                isRemoved(key) { StoredResponse(decoding: metadata) }
+        try await self.removals.run { () async throws(CacheError) in
+            // A write queued before the purge must not land after it and bring back what it removed.
+            let ticket = self.writes.enqueue(bytes: 0) {}
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
+            await self.sharedWrites.waitForWrites(to: nil)
+            // The shared tiers first: a load meanwhile cannot bring back from them what memory
+            // and disk no longer hold. A tier that fails does not stop the others.
+            var removed = 0
+            var failure: CacheError?
+            for tier in self.store.shared {
+                do throws(CacheError) {
+                    removed += try await tier.removeValues { key, metadata in
+                        isRemoved(key) { StoredResponse(decoding: metadata) }
+                    }
+                } catch {
+                    failure = error
+                }
             }
+            removed += try self.removeLocalResponses(where: isRemoved)
+            if let failure { throw failure }
+            return removed
         }
-        return removed
     }
 
     /// Removes every entry that `isRemoved` accepts in memory and on disk.

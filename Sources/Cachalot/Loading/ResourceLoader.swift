@@ -52,6 +52,8 @@ public final class ResourceLoader: Sendable {
     let writes: OrderedWrites
     /// Responses on their way to the shared tiers.
     let sharedWrites: SharedWrites
+    /// Invalidations and purges, which reads of the shared tiers must not overlap.
+    let removals = Removals()
 
     /// Makes a loader.
     ///
@@ -252,21 +254,24 @@ public final class ResourceLoader: Sendable {
             reason != .request, reason != .bypass
         else { return step }
         self.counters.sharedLookup()
+        let epoch = self.removals.epoch
         let found = await self.store.lookupShared(key, for: request) { error in
             self.logger.debug(
                 "Reading a shared tier failed; going on without it",
                 metadata: ["key": "\(key.string)", "error": "\(error)"]
             )
         }
-        guard let found,
+        // A response found while an invalidation or a purge ran may be what it removed.
+        guard let found, self.removals.isUnchanged(since: epoch),
             validating.map({ found.response.stored.responseTime > $0.stored.responseTime }) ?? true
         else { return step }
-        await self.write(found.promotion, key: key, run: nil)
+        let promotion = self.store.store(found.response, url: key, request: request, sharedTiers: 0..<found.tier)
+        await self.write(promotion, key: key, run: nil)
         let step = self.decide(
             request,
             key: key,
             policy: policy ?? self.configuration.policy,
-            lookup: .found(found.response, found.tier)
+            lookup: .found(found.response, .shared(found.tier))
         )
         if case .answer(let resource) = step { self.counters.answer(resource.source, bytes: resource.body.count) }
         return step
@@ -654,21 +659,26 @@ public final class ResourceLoader: Sendable {
 
     /// Removes what is stored under `key` from every tier, after the writes to them queued
     /// before (so that none of them brings it back later), and returns once it is gone: the
-    /// next load here cannot find what the invalidation made outdated.
+    /// next load here cannot find what the invalidation made outdated. The shared tiers go
+    /// first, so that a load meanwhile cannot bring back from them what memory and disk no
+    /// longer hold.
     func invalidate(_ key: ResponseKey) async {
         let logger = self.logger
         @Sendable func failed(_ error: CacheError) {
             logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
         }
-        self.store.removeFromMemory(key)
-        let ticket = self.writes.enqueue(bytes: 0) { [store] in
-            do throws(CacheError) { try store.removeFromDisk(key) } catch { failed(error) }
+        await self.removals.run { () async in
+            if !self.store.shared.isEmpty {
+                await self.sharedWrites.waitForWrites(to: key.string)
+                do throws(CacheError) { try await self.store.removeShared(key) } catch { failed(error) }
+            }
+            self.store.removeFromMemory(key)
+            let ticket = self.writes.enqueue(bytes: 0) { [store] in
+                do throws(CacheError) { try store.removeFromDisk(key) } catch { failed(error) }
+            }
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
         }
-        self.writes.drain()
-        await self.writes.wait(untilMade: ticket)
-        guard !self.store.shared.isEmpty else { return }
-        await self.sharedWrites.waitForWrites(to: key.string)
-        do throws(CacheError) { try await self.store.removeShared(key) } catch { failed(error) }
     }
 
     /// Throws ``LoadError/Code/invalidResponse`` for an answer to `request` that breaks HTTP:

@@ -39,7 +39,7 @@ enum StorageTier: Sendable, Equatable {
 struct ResponseStore: Sendable {
     let memory: MemoryCache<ResponseKey, StoredEntry>?
     let disk: (any DataCaching)?
-    /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:)``.
+    /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:failed:)``.
     let shared: [any AsyncDataCaching]
 
     /// The stored response that `request` selects under `url`, and where it was.
@@ -68,29 +68,25 @@ struct ResponseStore: Sendable {
     }
 
     /// The stored response that `request` selects under `url` in the shared tiers, from the
-    /// first that has one, promoted to memory at once; `nil` if none has one. A tier that fails
-    /// counts as one that has none: `failed` is told of its error.
-    ///
-    /// - Returns: The response, its tier, and the writes that promote it to the disk tier and
-    ///   the shared tiers above its own, for the caller to make when it suits.
+    /// first that has one, and the index of that tier; `nil` if none has one. A tier that fails
+    /// counts as one that has none: `failed` is told of its error. Nothing is stored: the caller
+    /// promotes the response (``store(_:url:request:sharedTiers:)``) if it uses it.
     func lookupShared(
         _ url: ResponseKey,
         for request: HTTPRequest,
         failed: (CacheError) -> Void
-    ) async -> (response: CachedResponse, tier: StorageTier, promotion: Writes)? {
+    ) async -> (response: CachedResponse, tier: Int)? {
         for (index, tier) in self.shared.enumerated() {
             do throws(CacheError) {
                 guard let entry = try await Self.entry(url, in: tier) else { continue }
-                var key = url
                 var found = entry
                 if case .variants(let names) = entry {
-                    key = url.variant(names: names, request: request)
-                    guard let variant = try await Self.entry(key, in: tier) else { continue }
+                    guard let variant = try await Self.entry(url.variant(names: names, request: request), in: tier)
+                    else { continue }
                     found = variant
                 }
                 guard case .response(let response) = found else { continue }
-                let promotion = self.store(response, url: url, request: request, sharedTiers: 0..<index)
-                return (response, .shared(index), promotion)
+                return (response, index)
             } catch {
                 failed(error)
             }
