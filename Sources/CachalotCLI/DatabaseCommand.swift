@@ -27,6 +27,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var options: GlobalOptions
+        @OptionGroup var shared: SharedOptions
 
         @Flag(help: "Create the entries' table UNLOGGED: faster writes, emptied if the database crashes.")
         var unlogged = false
@@ -36,7 +37,7 @@ struct DatabaseCommand: AsyncParsableCommand {
         }
 
         private func initialize() async throws {
-            let databases = try self.options.sharedDatabases()
+            let databases = try self.shared.databases()
             guard !databases.isEmpty else {
                 throw ValidationError("Name the databases with --shared or CACHALOT_SHARED.")
             }

@@ -28,6 +28,7 @@ struct Get: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var shared: SharedOptions
 
     @Argument(help: "The http or https URL to fetch.")
     var url: String
@@ -80,7 +81,7 @@ struct Get: AsyncParsableCommand {
     }
 
     private func fetch() async throws {
-        try await self.options.withSharedTier { shared in try await self.fetch(shared: shared) }
+        try await self.shared.withTier(quiet: self.options.quiet) { shared in try await self.fetch(shared: shared) }
     }
 
     private func fetch(shared: PostgresCache?) async throws {

@@ -18,16 +18,6 @@ struct GlobalOptions: ParsableArguments {
     )
     var maximumSize: ByteCount?
 
-    @Option(
-        name: .customLong("shared"),
-        help: ArgumentHelp(
-            "A PostgreSQL database that caches for several machines, below the disk, as postgres://user@host[:port]/db.",
-            discussion: "Repeat it for several databases, among which keys are spread (default: CACHALOT_SHARED, "
-                + "URLs separated by spaces)."
-        )
-    )
-    var shared: [String] = []
-
     @Flag(help: "Answer only from the cache; never use the network.")
     var offline = false
 
@@ -70,43 +60,6 @@ struct GlobalOptions: ParsableArguments {
                 "cannot use the cache directory \(directory.path): \(Failure.describe(error)) "
                     + "(choose another with --cache-dir or CACHALOT_DIR)"
             )
-        }
-    }
-
-    /// The shared databases: `--shared`, else `CACHALOT_SHARED`; empty for none.
-    func sharedDatabases(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [DatabaseURL] {
-        let texts =
-            self.shared.isEmpty
-            ? (environment["CACHALOT_SHARED"] ?? "").split(separator: " ").map(String.init) : self.shared
-        do {
-            return try texts.map { text throws(CacheError) in try DatabaseURL(text) }
-        } catch {
-            throw ValidationError(error.message)
-        }
-    }
-
-    /// The shared tier `--shared` or `CACHALOT_SHARED` names, running around `body`; `nil` for
-    /// none. Its outages are logged on standard error, once each, unless `--quiet`.
-    func withSharedTier<Result>(_ body: (PostgresCache?) async throws -> Result) async throws -> Result {
-        let databases = try self.sharedDatabases()
-        guard !databases.isEmpty else { return try await body(nil) }
-        var logger = Logger(label: "cachalot") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = self.quiet ? .critical : .warning
-        let shared: PostgresCache
-        do {
-            // A command's loads start on a cold connection: a read may wait for it to be made
-            // (a server's pool stays warm, and keeps the default 50 ms).
-            shared = try PostgresCache(
-                configuration: .init(databases: databases, readTimeout: .seconds(1)),
-                logger: logger
-            )
-        } catch {
-            throw ValidationError(error.message)
-        }
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await shared.run() }
-            defer { group.cancelAll() }
-            return try await body(shared)
         }
     }
 

@@ -32,6 +32,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var shared: SharedOptions
 
     @Argument(help: "The http or https URLs to load.")
     var urls: [String] = []
@@ -118,7 +119,9 @@ struct PrefetchCommand: AsyncParsableCommand {
     }
 
     private func prefetch(_ urls: [(String, URL)]) async throws {
-        try await self.options.withSharedTier { shared in try await self.prefetch(urls, shared: shared) }
+        try await self.shared.withTier(quiet: self.options.quiet) { shared in
+            try await self.prefetch(urls, shared: shared)
+        }
     }
 
     private func prefetch(_ urls: [(String, URL)], shared: PostgresCache?) async throws {

@@ -31,6 +31,7 @@ struct Serve: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var shared: SharedOptions
 
     @Option(help: "The origin to forward to, as http://host[:port][/base].")
     var origin: String?
@@ -126,71 +127,49 @@ struct Serve: AsyncParsableCommand {
         var clientConfiguration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: timeout)
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
-        let databases = try options.sharedDatabases()
-        var shared: PostgresCache?
-        if !databases.isEmpty {
+        let sharedMetrics = MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
+        // The shared tier runs for as long as the server, and stops after its last write.
+        try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
+            let loader = try ResourceLoader(
+                configuration: loaderConfiguration,
+                transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
+                disk: disk,
+                shared: sharedTier.map { [$0] } ?? [],
+                logger: logger
+            )
+            let server: CacheServer
             do {
-                shared = try PostgresCache(
-                    configuration: .init(databases: databases),
-                    logger: logger,
-                    metrics: MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
+                server = try CacheServer(
+                    configuration: .init(
+                        origin: origin,
+                        listen: listen,
+                        admin: adminAddress,
+                        adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
+                        trustedProxies: trusted,
+                        metrics: metrics,
+                        metricsText: metricsText
+                    ),
+                    loader: loader,
+                    logger: logger
                 )
             } catch {
-                throw ValidationError(error.message)
+                throw ValidationError((error as? CacheError)?.message ?? "\(error)")
+            }
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: server)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
+            do {
+                try await group.run()
+            } catch {
+                try? await client.shutdown()
+                throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
             }
         }
-        let loader = try ResourceLoader(
-            configuration: loaderConfiguration,
-            transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
-            disk: disk,
-            shared: shared.map { [$0] } ?? [],
-            logger: logger
-        )
-        let server: CacheServer
-        do {
-            server = try CacheServer(
-                configuration: .init(
-                    origin: origin,
-                    listen: listen,
-                    admin: adminAddress,
-                    adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
-                    trustedProxies: trusted,
-                    metrics: metrics,
-                    metricsText: metricsText
-                ),
-                loader: loader,
-                logger: logger
-            )
-        } catch {
-            throw ValidationError(error.message)
-        }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: server)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
-        )
-        do {
-            try await Self.running(shared) { try await group.run() }
-        } catch {
-            try? await client.shutdown()
-            throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
-        }
         try await client.shutdown()
-    }
-
-    /// Runs `body` with `shared`'s connection pools running, once it is connected and its
-    /// schema is ready (or that failed: the outage is logged, and loads go on without it until
-    /// it answers); stops them after `body`, once the server's last write is made.
-    private static func running(_ shared: PostgresCache?, _ body: () async throws -> Void) async throws {
-        guard let shared else { return try await body() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await shared.run() }
-            defer { group.cancelAll() }
-            try? await shared.prepare()
-            try await body()
-        }
     }
 
     /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics`: what

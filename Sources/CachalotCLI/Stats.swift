@@ -24,6 +24,7 @@ struct Stats: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var shared: SharedOptions
 
     @Flag(help: "Print a JSON object.")
     var json = false
@@ -65,7 +66,7 @@ struct Stats: AsyncParsableCommand {
 
     func run() async throws {
         try await Failure.reporting(quiet: self.options.quiet) {
-            try await self.options.withSharedTier { shared in try await self.show(shared: shared) }
+            try await self.shared.withTier(quiet: self.options.quiet) { shared in try await self.show(shared: shared) }
         }
     }
 

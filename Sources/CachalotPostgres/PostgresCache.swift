@@ -127,7 +127,10 @@ public final class PostgresCache: AsyncDataCaching, Service {
             if !isIntact { self.counters.corrupt() }
             self.counters.miss()
             // Bounded like the read it follows: a load waits for it.
-            _ = try? await database.perform("removing a damaged or expired entry", timeout: self.configuration.readTimeout) {
+            _ = try? await database.perform(
+                "removing a damaged or expired entry",
+                timeout: self.configuration.readTimeout
+            ) {
                 connection in
                 _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
             }

@@ -105,6 +105,67 @@ struct PostgresCacheTests {
         }
     }
 
+    @Test func aSchemaMissingOnlyItsEntriesIsMadeWholeAgain() async throws {
+        try await PostgresCluster.with { cluster in
+            let cache = try PostgresCache(configuration: .testing([cluster.database()]))
+            try await running(cache) { try await cache.prepare() }
+            try await cluster.sql("DROP TABLE cachalot_entries")
+            let again = try PostgresCache(configuration: .testing([cluster.database()]))
+            try await running(again) {
+                try await again.set(Data("b".utf8), forKey: "b", metadata: Data())
+                #expect(try await again.entry(forKey: "b")?.data == Data("b".utf8))
+            }
+        }
+    }
+
+    @Test func anUnloggedTableAndItsCountsAreEmptiedTogetherByACrash() async throws {
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
+            configuration.isUnlogged = true
+            let cache = try PostgresCache(configuration: configuration)
+            try await running(cache) {
+                try await cache.set(Data("before".utf8), forKey: "a", metadata: Data())
+            }
+            let persistence = try await cluster.sql(
+                "SELECT relname, relpersistence FROM pg_class WHERE relname IN ('cachalot_entries', 'cachalot_usage') "
+                    + "ORDER BY relname"
+            )
+            #expect(persistence == "cachalot_entries|u\ncachalot_usage|u\n")
+            try await cluster.stop()
+            try await cluster.start()
+            let after = try PostgresCache(configuration: configuration)
+            try await running(after) {
+                #expect(try await after.entry(forKey: "a") == nil)
+                try await after.set(Data("after".utf8), forKey: "b", metadata: Data())
+                #expect(try await after.usage() == .init(entries: 1, bytes: 1 + 5))
+            }
+        }
+    }
+
+    @Test func aDatabaseThatFailedIsLeftAloneForTheRetryIntervalAndACancelledReadIsNoOutage() async throws {
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
+            configuration.readTimeout = .milliseconds(200)
+            configuration.retryInterval = .seconds(3600)
+            let cache = try PostgresCache(configuration: configuration)
+            try await running(cache) {
+                try await cache.prepare()
+                let cancelled = Task { try await cache.entry(forKey: "a") }
+                cancelled.cancel()
+                _ = try? await cancelled.value
+                #expect(cache.statistics.outages == 0)
+
+                try await cluster.stop()
+                await #expect(throws: CacheError.self) { try await cache.entry(forKey: "a") }
+                #expect(cache.statistics.outages == 1)
+                // Left alone: the next read does not try it.
+                let skipped = await #expect(throws: CacheError.self) { try await cache.entry(forKey: "a") }
+                #expect(skipped?.message.contains("is down") == true)
+                #expect(cache.statistics.outages == 1 && cache.statistics.failures == 2)
+            }
+        }
+    }
+
     @Test func theSizeLimitHoldsByRemovingTheOldestEntriesFirst() async throws {
         try await PostgresCluster.with { cluster in
             var configuration = PostgresCache.Configuration.testing([cluster.database()])

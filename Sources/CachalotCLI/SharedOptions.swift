@@ -1,0 +1,63 @@
+import ArgumentParser
+import Cachalot
+import CachalotPostgres
+import Foundation
+import Logging
+
+/// `--shared`: the options of the commands that load, or show, through the shared tier.
+struct SharedOptions: ParsableArguments {
+    @Option(
+        name: .customLong("shared"),
+        help: ArgumentHelp(
+            "A PostgreSQL database that caches for several machines, below the disk, as postgres://user@host[:port]/db.",
+            discussion: "Repeat it for several databases, among which keys are spread (default: CACHALOT_SHARED, "
+                + "URLs separated by spaces)."
+        )
+    )
+    var urls: [String] = []
+
+    /// The shared databases: `--shared`, else `CACHALOT_SHARED`; empty for none.
+    func databases(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [DatabaseURL] {
+        let texts =
+            self.urls.isEmpty
+            ? (environment["CACHALOT_SHARED"] ?? "").split(separator: " ").map(String.init) : self.urls
+        do {
+            return try texts.map { text throws(CacheError) in try DatabaseURL(text) }
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// The shared tier `--shared` or `CACHALOT_SHARED` names, running around `body`, once it is
+    /// connected and its schema is ready (or that failed: the outage is logged, once, on
+    /// `logger`, and loads go on without it until it answers); `nil` for none. It stops when
+    /// `body` returns.
+    func withTier<Result>(
+        logger: Logger,
+        metrics: MetricsConfiguration? = nil,
+        _ body: (PostgresCache?) async throws -> Result
+    ) async throws -> Result {
+        let databases = try self.databases()
+        guard !databases.isEmpty else { return try await body(nil) }
+        let shared: PostgresCache
+        do {
+            shared = try PostgresCache(configuration: .init(databases: databases), logger: logger, metrics: metrics)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await shared.run() }
+            defer { group.cancelAll() }
+            try? await shared.prepare()
+            return try await body(shared)
+        }
+    }
+
+    /// ``withTier(logger:metrics:_:)`` for a command: outages are logged on standard error,
+    /// unless `quiet`.
+    func withTier<Result>(quiet: Bool, _ body: (PostgresCache?) async throws -> Result) async throws -> Result {
+        var logger = Logger(label: "cachalot") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = quiet ? .critical : .warning
+        return try await self.withTier(logger: logger, body)
+    }
+}
