@@ -118,7 +118,7 @@ extension ResourceLoader {
     ) async throws -> ResourceStream {
         var step = try self.step(for: request, policy: policy)
         if case .answer(let resource) = step { return ResourceStream(resource) }
-        step = await self.consultingSharedTiers(step, for: request, policy: policy)
+        step = await self.consultingSharedTiers(step, for: request, policy: policy).settled
         if case .answer(let resource) = step { return ResourceStream(resource) }
         guard case .exchange(let key, let validating, let reason) = step else {
             return try await self.withHostSlot(of: request, priority: priority) {

@@ -233,6 +233,15 @@ public final class ResourceLoader: Sendable {
         case exchange(ResponseKey, validating: CachedResponse?, reason: Resource.ForwardReason)
         /// Send a request whose answer is not stored.
         case uncached
+        /// Only a stored response may answer, and memory and disk have none to use: the shared
+        /// tiers are asked (``consultingSharedTiers(_:for:policy:)``), else a 504 answers.
+        case storedOnly(ResponseKey)
+
+        /// The step with ``storedOnly(_:)`` settled as its 504.
+        var settled: Step {
+            guard case .storedOnly = self else { return self }
+            return .answer(Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated))
+        }
     }
 
     /// Decides the load without waiting for anything, and counts it: everything but the network
@@ -250,9 +259,16 @@ public final class ResourceLoader: Sendable {
     /// is when the request or the policy would not use what a tier holds, or no shared tier has
     /// a response newer than the one the step validates.
     func consultingSharedTiers(_ step: Step, for request: HTTPRequest, policy: CachePolicy?) async -> Step {
-        guard !self.store.shared.isEmpty, case .exchange(let key, let validating, let reason) = step,
-            reason != .request, reason != .bypass
-        else { return step }
+        guard !self.store.shared.isEmpty else { return step.settled }
+        let (key, validating): (ResponseKey, CachedResponse?)
+        switch step {
+        case .exchange(let exchangeKey, let validated, let reason) where reason != .request && reason != .bypass:
+            (key, validating) = (exchangeKey, validated)
+        case .storedOnly(let storedKey):
+            (key, validating) = (storedKey, nil)
+        default:
+            return step
+        }
         self.counters.sharedLookup()
         let epoch = self.removals.epoch
         let found = await self.store.lookupShared(key, for: request) { error in
@@ -264,7 +280,7 @@ public final class ResourceLoader: Sendable {
         // A response found while an invalidation or a purge ran may be what it removed.
         guard let found, self.removals.isUnchanged(since: epoch),
             validating.map({ found.response.stored.responseTime > $0.stored.responseTime }) ?? true
-        else { return step }
+        else { return step.settled }
         let promotion = self.store.store(found.response, url: key, request: request, sharedTiers: 0..<found.tier)
         await self.write(promotion, key: key, run: nil)
         let step = self.decide(
@@ -272,7 +288,7 @@ public final class ResourceLoader: Sendable {
             key: key,
             policy: policy ?? self.configuration.policy,
             lookup: .found(found.response, .shared(found.tier))
-        )
+        ).settled
         if case .answer(let resource) = step { self.counters.answer(resource.source, bytes: resource.body.count) }
         return step
     }
@@ -322,7 +338,8 @@ public final class ResourceLoader: Sendable {
             self.revalidateInBackground(request, key: key, cached: cached.response)
             resource = self.answer(cached.response, source: .stale(.whileRevalidating), at: now)
         case (.unavailable, _):
-            resource = Resource(body: Data(), response: HTTPResponse(status: .gatewayTimeout), source: .generated)
+            let step = Step.storedOnly(key)
+            return self.store.shared.isEmpty ? step.settled : step
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
             let reason: Resource.ForwardReason
             switch lookup {
@@ -385,6 +402,15 @@ public final class ResourceLoader: Sendable {
         switch step {
         case .answer(let resource):
             return resource
+        case .storedOnly:
+            return try await self.perform(
+                step.settled,
+                request,
+                body: body,
+                priority: priority,
+                progress: progress,
+                onWaiting: onWaiting
+            )
         case .uncached:
             var resource = try await self.exchangeUncached(request, body: body, priority: priority)
             resource.forwardReason = .method

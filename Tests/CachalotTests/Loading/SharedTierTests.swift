@@ -76,6 +76,31 @@ struct SharedTierTests {
         #expect(second.statistics.sharedHits == 1 && second.statistics.sharedLookups == 1)
     }
 
+    @Test("only-if-cached and returnCacheDataDontLoad answer from the shared tier too, else 504")
+    func storedOnly() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }
+        defer { origin.stop() }
+        let shared = CountingStore()
+        let first = try self.makeLoader(disk: "first", shared: [shared])
+        _ = try await first.load(origin.url("/x"))
+        await first.waitForBackgroundWork()
+        let offline = try self.makeLoader(disk: "second", shared: [shared])
+        let answer = try await offline.load(origin.url("/x"), policy: .returnCacheDataDontLoad)
+        #expect(answer.source == .shared && answer.body == Data("hello".utf8))
+        let missing = try await offline.stream(
+            HTTPRequest(method: .get, url: origin.url("/y"), headerFields: [.cacheControl: "only-if-cached"])
+        )
+        #expect(missing.source == .generated && missing.response.status == .gatewayTimeout)
+        let third = try self.makeLoader(disk: "third", shared: [shared])
+        let streamed = try await third.stream(
+            HTTPRequest(method: .get, url: origin.url("/x"), headerFields: [.cacheControl: "only-if-cached"])
+        )
+        #expect(streamed.source == .shared)
+        #expect(origin.requests.count == 1)
+        await offline.waitForBackgroundWork()
+        await third.waitForBackgroundWork()
+    }
+
     @Test("a failing shared tier is a miss: the next tier, then the origin, answers")
     func failingTierIsAMiss() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }
