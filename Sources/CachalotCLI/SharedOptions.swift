@@ -28,20 +28,26 @@ struct SharedOptions: ParsableArguments {
         }
     }
 
-    /// The shared tier `--shared` or `CACHALOT_SHARED` names, running around `body`, once it is
+    /// The shared tier `--shared` or `CACHALOT_SHARED` names, with `writeTimeout` (which bounds
+    /// connecting too), running around `body`, once it is
     /// connected and its schema is ready (or that failed: the outage is logged, once, on
     /// `logger`, and loads go on without it until it answers); `nil` for none. It stops when
     /// `body` returns.
     func withTier<Result>(
         logger: Logger,
         metrics: MetricsConfiguration? = nil,
+        writeTimeout: Duration = .seconds(2),
         _ body: (PostgresCache?) async throws -> Result
     ) async throws -> Result {
         let databases = try self.databases()
         guard !databases.isEmpty else { return try await body(nil) }
         let shared: PostgresCache
         do {
-            shared = try PostgresCache(configuration: .init(databases: databases), logger: logger, metrics: metrics)
+            shared = try PostgresCache(
+                configuration: .init(databases: databases, writeTimeout: writeTimeout),
+                logger: logger,
+                metrics: metrics
+            )
         } catch {
             throw ValidationError(error.message)
         }
@@ -53,11 +59,12 @@ struct SharedOptions: ParsableArguments {
         }
     }
 
-    /// ``withTier(logger:metrics:_:)`` for a command: outages are logged on standard error,
-    /// unless `quiet`.
+    /// ``withTier(logger:metrics:writeTimeout:_:)`` for a command: outages are logged on
+    /// standard error, unless `quiet`. Connecting, and writing what the command loaded before it
+    /// exits, may take a second at most: a database that is down delays a command by that, once.
     func withTier<Result>(quiet: Bool, _ body: (PostgresCache?) async throws -> Result) async throws -> Result {
         var logger = Logger(label: "cachalot") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = quiet ? .critical : .warning
-        return try await self.withTier(logger: logger, body)
+        return try await self.withTier(logger: logger, writeTimeout: .seconds(1), body)
     }
 }

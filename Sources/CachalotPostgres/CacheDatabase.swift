@@ -31,9 +31,6 @@ final class CacheDatabase: Sendable {
     private let counters: PostgresCache.Counters
     private let eventLoop: any EventLoop
     private let state = Mutex(State())
-    /// How long making a connection may take.
-    private let connectTimeout: Duration
-    private let createdAt = ContinuousClock.now
 
     private struct State {
         var schema = Schema.unknown
@@ -42,9 +39,6 @@ final class CacheDatabase: Sendable {
         /// When the operation that found the database down started; `nil` while it is up. Only
         /// an operation started after it brings the database back up.
         var downSince: ContinuousClock.Instant?
-        /// Whether any operation has succeeded yet: until one has, the pool may still be
-        /// connecting.
-        var hasAnswered = false
         /// The SQLSTATE of the last error the server reported, logged once.
         var lastServerError: String?
         /// Writes since the last trim.
@@ -75,8 +69,7 @@ final class CacheDatabase: Sendable {
             tls: Self.tls(url.security)
         )
         client.options.maximumConnections = configuration.maximumConnections
-        self.connectTimeout = max(configuration.writeTimeout, .seconds(1))
-        client.options.connectTimeout = self.connectTimeout
+        client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
         // The pool's own messages (each failed connection attempt) are not passed on: an outage
         // is logged once, here.
         self.client = PostgresClient(
@@ -142,7 +135,7 @@ final class CacheDatabase: Sendable {
                 // The caller went away: nothing is known of the database.
                 throw CacheError(.unavailable, "\(what) in the shared cache at \(self.url) was cancelled.")
             }
-            throw self.failed(what, error, started: started, timeout: timeout)
+            throw self.failed(what, error, started: started)
         }
     }
 
@@ -172,7 +165,6 @@ final class CacheDatabase: Sendable {
     /// it went down after the operation started.
     private func succeeded(started: ContinuousClock.Instant) {
         let isBack = self.state.withLock { state in
-            state.hasAnswered = true
             state.lastServerError = nil
             guard let since = state.downSince, started >= since else { return false }
             (state.retryAt, state.downSince) = (nil, nil)
@@ -183,14 +175,9 @@ final class CacheDatabase: Sendable {
         }
     }
 
-    /// Marks the database down after `error` of an operation started at `started` with
-    /// `timeout`, logging it if it was up; returns the error to throw.
-    private func failed(
-        _ what: String,
-        _ error: any Error,
-        started: ContinuousClock.Instant,
-        timeout: Duration
-    ) -> CacheError {
+    /// Marks the database down after `error` of an operation started at `started`, logging it
+    /// if it was up; returns the error to throw.
+    private func failed(_ what: String, _ error: any Error, started: ContinuousClock.Instant) -> CacheError {
         let message = Self.describe(error)
         self.counters.failure()
         let failure = CacheError(.unavailable, "The shared cache at \(self.url) failed \(what): \(message)")
@@ -215,21 +202,14 @@ final class CacheDatabase: Sendable {
             }
             return failure
         }
-        let wasUp = self.state.withLock { state -> Bool? in
-            // A short operation that ran out of time while the first connection may still be
-            // being made (within the connection timeout of the start) is a miss, not an outage.
-            if error is Deadline.Exceeded, !state.hasAnswered, timeout < self.connectTimeout,
-                started < self.createdAt + self.connectTimeout
-            {
-                return nil
-            }
+        let wasUp = self.state.withLock { state in
             defer {
                 state.retryAt = ContinuousClock.now + self.configuration.retryInterval
                 state.downSince = state.downSince ?? started
             }
             return state.downSince == nil
         }
-        if wasUp == true {
+        if wasUp {
             self.counters.outage()
             self.logger.warning(
                 "The shared cache is unavailable; going on without it until it answers again",
