@@ -9,9 +9,9 @@ import Testing
 
 @testable import Cachalot
 
-/// An invalidation that comes while the response it outdates is still on its way to the disk
-/// or a shared tier must not be undone when that write lands.
-@Suite("Invalidations after writes still in flight", .timeLimit(.minutes(1)))
+/// An invalidation or a purge that comes while the response it removes is still on its way to
+/// the disk or a shared tier must not be undone when that write lands.
+@Suite("Invalidations and purges after writes still in flight", .timeLimit(.minutes(1)))
 struct InvalidationOrderTests {
     @Test("a POST while the GET's disk write is held removes the entry after that write, not before")
     func diskWriteInFlight() async throws {
@@ -34,41 +34,29 @@ struct InvalidationOrderTests {
         await loader.waitForBackgroundWork()
     }
 
-    @Test("a POST while the GET's shared write is in flight removes the entry after that write")
-    func sharedWriteInFlight() async throws {
+    @Test(
+        "a POST or a purge while the GET's shared write is in flight removes the entry after that write",
+        arguments: ["POST", "purge"]
+    )
+    func sharedWriteInFlight(removal: String) async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "1") }
         defer { origin.stop() }
         let shared = HeldSharedStore()
         let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), shared: [shared])
         _ = try await loader.load(origin.url("/item"))
         await shared.setsReached.wait(for: 1)
-        let post = Task { try await loader.load(HTTPRequest(method: .post, url: origin.url("/item"))) }
+        let removing = Task {
+            if removal == "POST" {
+                _ = try await loader.load(HTTPRequest(method: .post, url: origin.url("/item")))
+            } else {
+                _ = try await loader.removeResponses(for: origin.url("/item"))
+            }
+        }
         for _ in 0..<1_000_000 where shared.removals == 0 && loader.sharedWrites.waiterCount == 0 {
             await Task.yield()
         }
         shared.gate.open()
-        _ = try await post.value
-        await loader.waitForBackgroundWork()
-        #expect(shared.isEmpty)
-    }
-}
-
-@Suite("Purges after writes still in flight", .timeLimit(.minutes(1)))
-struct PurgeOrderTests {
-    @Test("a purge while the GET's shared write is in flight removes the entry after that write")
-    func sharedWriteInFlight() async throws {
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "1") }
-        defer { origin.stop() }
-        let shared = HeldSharedStore()
-        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), shared: [shared])
-        _ = try await loader.load(origin.url("/item"))
-        await shared.setsReached.wait(for: 1)
-        let purge = Task { try await loader.removeResponses(for: origin.url("/item")) }
-        for _ in 0..<1_000_000 where shared.removals == 0 && loader.sharedWrites.waiterCount == 0 {
-            await Task.yield()
-        }
-        shared.gate.open()
-        _ = try await purge.value
+        try await removing.value
         await loader.waitForBackgroundWork()
         #expect(shared.isEmpty)
     }
