@@ -176,26 +176,40 @@ public final class PostgresCache: AsyncDataCaching, Service {
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) async throws(CacheError) -> Int {
         var removed = 0
+        var failure: CacheError?
         for database in self.databases {
-            // The whole table is read: an administrative task, given the write timeout per database.
-            removed += try await database.perform("purging", timeout: self.writeTimeout * 10) { connection in
-                var doomed: [ByteBuffer] = []
-                let rows = try await connection.query(
-                    "SELECT digest, key, metadata FROM cachalot_entries",
-                    logger: Self.quiet
-                )
-                for try await (digest, key, metadata) in rows.decode((ByteBuffer, Data, Data).self)
-                where isRemoved(String(decoding: key, as: UTF8.self), metadata) {
-                    doomed.append(digest)
-                }
-                var count = 0
-                for digest in doomed {
-                    count += try await connection.query(CacheTable.remove(digest), logger: Self.quiet).collect().count
-                }
-                return count
+            // The whole table is read: an administrative task, given ten write timeouts per
+            // database. A database that fails does not stop the others.
+            do throws(CacheError) {
+                removed += try await self.removeValues(in: database, where: isRemoved)
+            } catch {
+                failure = error
             }
         }
+        if let failure { throw failure }
         return removed
+    }
+
+    private func removeValues(
+        in database: CacheDatabase,
+        where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
+    ) async throws(CacheError) -> Int {
+        try await database.perform("purging", timeout: self.writeTimeout * 10) { connection in
+            var doomed: [ByteBuffer] = []
+            let rows = try await connection.query(
+                "SELECT digest, key, metadata FROM cachalot_entries",
+                logger: Self.quiet
+            )
+            for try await (digest, key, metadata) in rows.decode((ByteBuffer, Data, Data).self)
+            where isRemoved(String(decoding: key, as: UTF8.self), metadata) {
+                doomed.append(digest)
+            }
+            var count = 0
+            for digest in doomed {
+                count += try await connection.query(CacheTable.remove(digest), logger: Self.quiet).collect().count
+            }
+            return count
+        }
     }
 
     public func removeAll() async throws(CacheError) {
