@@ -3,8 +3,10 @@ import Foundation
 import PostgresNIO
 
 /// One database of the benchmark: the shared tier on it, and a bare postgres-nio client with
-/// the pool settings the shared tier gives its own client (8 connections at most, no TLS, a
-/// connect timeout of 2 s, postgres-nio's defaults otherwise).
+/// the pool settings the shared tier gives its own client (8 connections at most, a connect
+/// timeout of 2 s, postgres-nio's defaults otherwise). The baseline asks for no TLS; the
+/// throwaway server has none to offer (`ssl=off`, which ``settings()`` shows), so the shared
+/// tier's connections are plain TCP too.
 struct Database {
     let name: String
     let cache: PostgresCache
@@ -73,20 +75,29 @@ struct Database {
         }
     }
 
+    /// Where the server's WAL is written up to, in bytes: for the whole cluster, so that what
+    /// it grows by while one side runs is that side's WAL, give or take the server's own
+    /// background work.
+    func walPosition() async throws -> Int64 {
+        let rows = try await self.client.query("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")
+        for try await position in rows.decode(Int64.self) { return position }
+        throw BenchmarkFailure("the server did not answer its WAL position")
+    }
+
     /// The server's version and the settings that matter to writes.
     func settings() async throws -> String {
         let rows = try await self.client.query(
             """
             SELECT current_setting('server_version'), current_setting('fsync'),
                 current_setting('synchronous_commit'), current_setting('full_page_writes'),
-                current_setting('shared_buffers')
+                current_setting('shared_buffers'), current_setting('ssl')
             """
         )
-        for try await (version, fsync, synchronousCommit, fullPageWrites, sharedBuffers) in rows.decode(
-            (String, String, String, String, String).self
+        for try await (version, fsync, synchronousCommit, fullPageWrites, sharedBuffers, ssl) in rows.decode(
+            (String, String, String, String, String, String).self
         ) {
             return "PostgreSQL \(version), fsync=\(fsync), synchronous_commit=\(synchronousCommit), "
-                + "full_page_writes=\(fullPageWrites), shared_buffers=\(sharedBuffers)"
+                + "full_page_writes=\(fullPageWrites), shared_buffers=\(sharedBuffers), ssl=\(ssl)"
         }
         throw BenchmarkFailure("the server did not answer its settings")
     }

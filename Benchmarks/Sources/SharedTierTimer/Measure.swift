@@ -12,140 +12,217 @@ enum Plan {
     static let metadataSize = 300
     /// Keys read by the hits, in turn.
     static let hitKeys = 256
-    static let hitsPerRound = 1_000
-    static let setsPerRound = 200
+    static let hitsPerRound = 2_000
+    static let setsPerRound = 300
     /// Keys written in turn by the sets of keys already there.
     static let overwrittenKeys = 64
     /// Calls of one side before the other side's, alternating which goes first.
-    static let block = 50
+    static let block = 10
     static let warmUpCalls = 100
     static let loaderURLs = 500
     static let loaderPassesPerRound = 2
 }
 
+/// The bytes every measurement stores: random, as compressed images are (PostgreSQL's TOAST
+/// compression gains nothing on them), and as the byte buffers the baselines bind.
+struct Payload {
+    let value: Data
+    let metadata: Data
+    let valueBuffer: ByteBuffer
+    let metadataBuffer: ByteBuffer
 
-var random = SystemRandomNumberGenerator()
-func randomBytes(_ count: Int) -> [UInt8] {
-    (0..<count).map { _ in UInt8.random(in: 0...255, using: &random) }
+    init() {
+        self.value = Data(randomBytes(Plan.valueSize))
+        self.metadata = Data(randomBytes(Plan.metadataSize))
+        self.valueBuffer = ByteBuffer(data: self.value)
+        self.metadataBuffer = ByteBuffer(data: self.metadata)
+    }
 }
-// Random bytes, as compressed images are: PostgreSQL's TOAST compression gains nothing on them.
-let value = Data(randomBytes(Plan.valueSize))
-let metadata = Data(randomBytes(Plan.metadataSize))
-let valueBuffer = ByteBuffer(data: value)
-let metadataBuffer = ByteBuffer(data: metadata)
 
-let logged = try Database(port: port, name: arguments[2], isUnlogged: false)
-let unlogged = try Database(port: port, name: arguments[3], isUnlogged: true)
+func randomBytes(_ count: Int) -> [UInt8] {
+    (0..<count).map { _ in UInt8.random(in: 0...255) }
+}
 
+/// Hits of `Plan.hitKeys` keys in turn, through the shared tier and bare.
+struct Hits {
+    let database: Database
+    let keys: [String]
+    /// The rows' digests, which the baseline is given ready.
+    let digests: [ByteBuffer]
 
-try await running([logged, unlogged]) {
-    for database in [logged, unlogged] { try await database.prepare() }
-    print("Server: \(try await logged.settings()).\n")
-
-    // MARK: Hits
-
-    let hitKeys = (0..<Plan.hitKeys).map { "https://images.example.com/hits/\($0).jpg?w=256" }
-    for key in hitKeys { try await logged.cache.set(value, forKey: key, metadata: metadata) }
-    // The baseline looks rows up by digest, as the shared tier does; it is given them ready.
-    var hitDigests: [ByteBuffer] = []
-    for key in hitKeys {
-        let rows = try await logged.client.query(
-            "SELECT digest FROM cachalot_entries WHERE key = \(ByteBuffer(string: key))"
-        )
-        for try await digest in rows.decode(ByteBuffer.self) { hitDigests.append(digest) }
-    }
-    guard hitDigests.count == hitKeys.count else {
-        throw BenchmarkFailure("found \(hitDigests.count) of the \(hitKeys.count) rows written")
-    }
-
-    func hit(_ call: Int) async throws {
-        guard let entry = try await logged.cache.entry(forKey: hitKeys[call % hitKeys.count]),
-            entry.data.count == Plan.valueSize
-        else { throw BenchmarkFailure("the shared tier missed") }
-    }
-    func bareSelect(_ call: Int) async throws {
-        let rows = try await logged.client.query(
-            "SELECT value, metadata FROM cachalot_entries WHERE digest = \(hitDigests[call % hitDigests.count])"
-        )
-        var found = 0
-        for try await (value, _) in rows.decode((Data, Data).self) { found = value.count }
-        guard found == Plan.valueSize else { throw BenchmarkFailure("the SELECT found no row") }
+    /// Writes the keys through the shared tier and reads their digests back.
+    init(database: Database, payload: Payload) async throws {
+        self.database = database
+        self.keys = (0..<Plan.hitKeys).map { "https://images.example.com/hits/\($0).jpg?w=256" }
+        var digests: [ByteBuffer] = []
+        for key in self.keys {
+            try await database.cache.set(payload.value, forKey: key, metadata: payload.metadata)
+            let rows = try await database.client.query(
+                "SELECT digest FROM cachalot_entries WHERE key = \(ByteBuffer(string: key))"
+            )
+            for try await digest in rows.decode(ByteBuffer.self) { digests.append(digest) }
+        }
+        guard digests.count == self.keys.count else {
+            throw BenchmarkFailure("found \(digests.count) of the \(self.keys.count) rows written")
+        }
+        self.digests = digests
     }
 
-    // MARK: Sets
+    func round(count: Int) async throws -> RoundResult {
+        try await interleaved(count: count, block: Plan.block) { call in
+            guard let entry = try await self.database.cache.entry(forKey: self.keys[call % self.keys.count]),
+                entry.data.count == Plan.valueSize
+            else { throw BenchmarkFailure("the shared tier missed") }
+        } baseline: { call in
+            let rows = try await self.database.client.query(
+                "SELECT value, metadata FROM cachalot_entries WHERE digest = \(self.digests[call % self.digests.count])"
+            )
+            var found = 0
+            for try await (value, _) in rows.decode((Data, Data).self) { found = value.count }
+            guard found == Plan.valueSize else { throw BenchmarkFailure("the SELECT found no row") }
+        }
+    }
+}
 
-    /// The arguments of one baseline write: a digest as random as SHA-256's, and the key.
-    struct PlainRow {
-        let digest: ByteBuffer
-        let key: ByteBuffer
+/// Sets through the shared tier, against an upsert of the same columns into `plain_entries`.
+struct Sets {
+    let database: Database
+    let payload: Payload
+    /// Whether each set writes a key not written before; if not, `Plan.overwrittenKeys` keys in turn.
+    let isNew: Bool
+    private let overwritten: [(key: String, digest: ByteBuffer)]
+
+    init(database: Database, payload: Payload, isNew: Bool) {
+        self.database = database
+        self.payload = payload
+        self.isNew = isNew
+        self.overwritten = (0..<Plan.overwrittenKeys).map {
+            ("https://images.example.com/overwritten/\($0).jpg", ByteBuffer(bytes: randomBytes(32)))
+        }
     }
-    func plainRows(_ keys: [String]) -> [PlainRow] {
-        keys.map { PlainRow(digest: ByteBuffer(bytes: randomBytes(32)), key: ByteBuffer(string: $0)) }
+
+    /// `count` sets each way; `label` makes the new keys of this round its own. Counts the WAL
+    /// each side's blocks write.
+    func round(count: Int, label: String) async throws -> RoundResult {
+        // The baseline's digests are as random as SHA-256's, made before the clock starts.
+        let rows: [(key: String, digest: ByteBuffer)] =
+            self.isNew
+            ? (0..<count).map {
+                ("https://images.example.com/new/\(label)/\($0).jpg", ByteBuffer(bytes: randomBytes(32)))
+            }
+            : (0..<count).map { self.overwritten[$0 % self.overwritten.count] }
+        let keys = rows.map { ByteBuffer(string: $0.key) }
+        let checksum = Int64.random(in: 0...Int64(UInt32.max))
+        return try await interleaved(count: count, block: Plan.block, counter: self.database.walPosition) {
+            call in
+            try await self.database.cache.set(
+                self.payload.value,
+                forKey: rows[call].key,
+                metadata: self.payload.metadata
+            )
+        } baseline: { call in
+            try await self.upsert(digest: rows[call].digest, id: Int64(call), key: keys[call], checksum: checksum)
+        }
     }
-    var plainID: Int64 = 0
-    let checksum = Int64.random(in: 0...Int64(UInt32.max))
-    func bareUpsert(_ row: PlainRow, into database: Database) async throws {
-        plainID += 1
-        let size = Int64(row.key.readableBytes + valueBuffer.readableBytes + metadataBuffer.readableBytes)
+
+    private func upsert(digest: ByteBuffer, id: Int64, key: ByteBuffer, checksum: Int64) async throws {
+        let (value, metadata) = (self.payload.valueBuffer, self.payload.metadataBuffer)
+        let size = Int64(key.readableBytes + value.readableBytes + metadata.readableBytes)
         let created = Date().timeIntervalSince1970
-        _ = try await database.client.query(
+        _ = try await self.database.client.query(
             """
             INSERT INTO plain_entries (digest, id, key, value, metadata, size, checksum, created)
-            VALUES (\(row.digest), \(plainID), \(row.key), \(valueBuffer), \(metadataBuffer), \(size), \(checksum),
-                \(created))
+            VALUES (\(digest), \(id), \(key), \(value), \(metadata), \(size), \(checksum), \(created))
             ON CONFLICT (digest) DO UPDATE SET
                 id = excluded.id, key = excluded.key, value = excluded.value, metadata = excluded.metadata,
                 size = excluded.size, checksum = excluded.checksum, created = excluded.created
             """
         ).collect()
     }
+}
 
-    let overwrittenKeys = (0..<Plan.overwrittenKeys).map { "https://images.example.com/overwritten/\($0).jpg" }
-    let overwrittenRows = [logged.name: plainRows(overwrittenKeys), unlogged.name: plainRows(overwrittenKeys)]
+/// A loader with no memory tier, in three states: with a new, empty disk, so that each load is
+/// a shared-tier hit, promoted to that disk; with no disk tier, so that each load is a
+/// shared-tier hit promoted nowhere; and with its own warm disk, which answers each load.
+final class Loads {
+    let urls: [URL]
+    private let origin: TestOrigin
+    private let transport: AsyncHTTPClientTransport
+    private let shared: PostgresCache
+    private let scratch: URL
+    private let warmLoader: ResourceLoader
+    private let diskless: ResourceLoader
+    private var coldDisks = 0
+    /// The origin's requests once the tiers were filled.
+    private let filledAfter: Int
 
-    /// Sets of new keys (`isNew`) or of keys already there, through the shared tier and bare.
-    func sets(_ database: Database, isNew: Bool, count: Int, label: String) async throws -> RoundResult {
-        let keys =
-            isNew
-            ? (0..<count).map { "https://images.example.com/new/\(label)/\($0).jpg" }
-            : (0..<count).map { overwrittenKeys[$0 % overwrittenKeys.count] }
-        let rows = isNew ? plainRows(keys) : (0..<count).map { overwrittenRows[database.name]![$0 % overwrittenKeys.count] }
-        return await interleaved(count: count, block: Plan.block) { call in
-            try await database.cache.set(value, forKey: keys[call], metadata: metadata)
-        } baseline: { call in
-            try await bareUpsert(rows[call], into: database)
-        }
+    /// Starts the origin, fills the shared tier from it with a loader that has no tier of its
+    /// own, then the warm loader's disk from the shared tier.
+    init(shared: PostgresCache, payload: Payload) async throws {
+        let body = payload.value
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=3600")], data: body) }
+        let urls = (0..<Plan.loaderURLs).map { origin.url("/loader/\($0).jpg") }
+        let transport = AsyncHTTPClientTransport()
+        let scratch = FileManager.default.temporaryDirectory.appending(path: "shared-tier-timer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
+        let filler = try ResourceLoader(configuration: Self.noMemory, transport: transport, shared: [shared])
+        for url in urls { _ = try await filler.load(url) }
+        await filler.waitForBackgroundWork()
+        self.origin = origin
+        self.urls = urls
+        self.transport = transport
+        self.shared = shared
+        self.scratch = scratch
+        self.warmLoader = try ResourceLoader(
+            configuration: Self.noMemory,
+            transport: transport,
+            disk: DiskCache(directory: scratch.appending(path: "warm")),
+            shared: [shared]
+        )
+        self.diskless = try ResourceLoader(configuration: Self.noMemory, transport: transport, shared: [shared])
+        self.filledAfter = origin.requests.count
+        try await Self.pass(self.warmLoader, urls, expecting: .shared)
     }
 
-    // MARK: Loader
+    private static let noMemory = ResourceLoader.Configuration(memoryCostLimit: 0)
 
-    let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=3600")], data: value) }
-    defer { origin.stop() }
-    let transport = AsyncHTTPClientTransport()
-    let urls = (0..<Plan.loaderURLs).map { origin.url("/loader/\($0).jpg") }
-    let scratch = FileManager.default.temporaryDirectory.appending(path: "shared-tier-timer-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let noMemory = ResourceLoader.Configuration(memoryCostLimit: 0)
+    /// Requests that reached the origin since the tiers were filled: none, if every timed load
+    /// came from a tier.
+    var originRequestsSinceFilled: Int { self.origin.requests.count - self.filledAfter }
 
-    // The shared tier is filled from the origin by a loader with no tier of its own.
-    let filler = try ResourceLoader(configuration: noMemory, transport: transport, shared: [logged.cache])
-    for url in urls { _ = try await filler.load(url) }
-    await filler.waitForBackgroundWork()
-    // The warm loader's first pass fills its disk from the shared tier.
-    let warmLoader = try ResourceLoader(
-        configuration: noMemory,
-        transport: transport,
-        disk: DiskCache(directory: scratch.appending(path: "warm")),
-        shared: [logged.cache]
-    )
-    for url in urls { _ = try await warmLoader.load(url) }
-    await warmLoader.waitForBackgroundWork()
-    let originRequests = origin.requests.count
+    /// `passes` passes over every URL by a loader with a cold disk against the warm one, then by
+    /// the loader with no disk against the warm one. Making the cold loaders and deleting their
+    /// directories are not timed.
+    func round(passes: Int) async throws -> (coldDisk: RoundResult, noDisk: RoundResult) {
+        var cold: [(loader: ResourceLoader, directory: URL)] = []
+        for _ in 0..<passes {
+            self.coldDisks += 1
+            let directory = self.scratch.appending(path: "cold-\(self.coldDisks)")
+            let loader = try ResourceLoader(
+                configuration: Self.noMemory,
+                transport: self.transport,
+                disk: DiskCache(directory: directory),
+                shared: [self.shared]
+            )
+            cold.append((loader, directory))
+        }
+        let coldDisk = try await interleaved(count: passes, block: 1) { pass in
+            try await Self.pass(cold[pass].loader, self.urls, expecting: .shared)
+        } baseline: { _ in
+            try await Self.pass(self.warmLoader, self.urls, expecting: .disk)
+        }
+        for (_, directory) in cold { try FileManager.default.removeItem(at: directory) }
+        let noDisk = try await interleaved(count: passes, block: 1) { _ in
+            try await Self.pass(self.diskless, self.urls, expecting: .shared)
+        } baseline: { _ in
+            try await Self.pass(self.warmLoader, self.urls, expecting: .disk)
+        }
+        return (coldDisk, noDisk)
+    }
 
-    /// Loads every URL through `loader`, one at a time, checking that each came from `source`,
-    /// and waits for the loader's background work (the writes of promotions) before it ends.
-    func pass(_ loader: ResourceLoader, expecting source: Resource.Source) async throws {
+    /// Loads `urls` through `loader`, one at a time, checking that each came from `source`,
+    /// and waits for the loader's background work (the promotions' writes) before it returns.
+    private static func pass(_ loader: ResourceLoader, _ urls: [URL], expecting source: Resource.Source) async throws {
         for url in urls {
             let resource = try await loader.load(url)
             guard resource.source == source, resource.body.count == Plan.valueSize else {
@@ -154,93 +231,101 @@ try await running([logged, unlogged]) {
         }
         await loader.waitForBackgroundWork()
     }
-    var coldDisks = 0
-    /// A pass of a loader with a new, empty disk tier: each load is a shared-tier hit, promoted
-    /// to that disk. Making the loader and deleting its directory are not timed.
-    func coldPasses(_ passes: Int) async throws -> RoundResult {
-        var loaders: [(ResourceLoader, URL)] = []
-        for _ in 0..<passes {
-            coldDisks += 1
-            let directory = scratch.appending(path: "cold-\(coldDisks)")
-            let loader = try ResourceLoader(
-                configuration: noMemory,
-                transport: transport,
-                disk: DiskCache(directory: directory),
-                shared: [logged.cache]
-            )
-            loaders.append((loader, directory))
-        }
-        let result = await interleaved(count: passes, block: 1) { pass in
-            try await coldPass(loaders[pass].0)
-        } baseline: { _ in
-            try await warmPass()
-        }
-        for (_, directory) in loaders { try FileManager.default.removeItem(at: directory) }
-        return result
+
+    /// Stops the origin and deletes the disks.
+    func finish() {
+        self.origin.stop()
+        try? FileManager.default.removeItem(at: self.scratch)
     }
-    func coldPass(_ loader: ResourceLoader) async throws { try await pass(loader, expecting: .shared) }
-    func warmPass() async throws { try await pass(warmLoader, expecting: .disk) }
+}
 
-    // MARK: Rounds
+/// Runs every measurement for `rounds` rounds on the two databases and prints the tables.
+func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds: Int) async throws {
+    let payload = Payload()
+    let logged = try Database(port: port, name: loggedDatabase, isUnlogged: false)
+    let unlogged = try Database(port: port, name: unloggedDatabase, isUnlogged: true)
+    try await running([logged, unlogged]) {
+        for database in [logged, unlogged] { try await database.prepare() }
+        let settings = try await logged.settings()
 
-    var hits = Comparison(
-        title: "Hit of 32 KiB",
-        subjectName: "PostgresCache",
-        baselineName: "bare SELECT",
-        goal: 1.3
-    )
-    var setComparisons: [(database: Database, isNew: Bool, comparison: Comparison)] = []
-    for database in [logged, unlogged] {
-        for isNew in [true, false] {
-            let tables = database.isUnlogged ? "UNLOGGED tables" : "logged tables"
-            let comparison = Comparison(
-                title: "Set of 32 KiB, \(isNew ? "new key" : "key already there"), \(tables)",
-                subjectName: "PostgresCache",
-                baselineName: "bare upsert",
-                goal: 1.5
-            )
-            setComparisons.append((database, isNew, comparison))
-        }
-    }
-    var loader = Comparison(
-        title: "Loader, \(Plan.loaderURLs) URLs of 32 KiB, memory tier off: cold disk served by the shared tier "
-            + "against its own warm disk",
-        subjectName: "cold disk, shared tier",
-        baselineName: "warm disk",
-        goal: nil
-    )
-
-    // Warm-up: every path once, untimed.
-    _ = await interleaved(count: Plan.warmUpCalls, block: Plan.block, subject: hit, baseline: bareSelect)
-    for (database, isNew, _) in setComparisons {
-        _ = try await sets(database, isNew: isNew, count: Plan.warmUpCalls, label: "warm-up")
-    }
-    _ = try await coldPasses(1)
-
-    for round in 1...rounds {
-        hits.rounds.append(
-            await interleaved(count: Plan.hitsPerRound, block: Plan.block, subject: hit, baseline: bareSelect)
+        let hits = try await Hits(database: logged, payload: payload)
+        var hitComparison = Comparison(
+            title: "Hit of 32 KiB",
+            subjectName: "PostgresCache",
+            baselineName: "bare SELECT",
+            goal: 1.3
         )
-        for index in setComparisons.indices {
-            let (database, isNew, _) = setComparisons[index]
-            let result = try await sets(database, isNew: isNew, count: Plan.setsPerRound, label: "round-\(round)")
-            setComparisons[index].comparison.rounds.append(result)
+        var sets: [(Sets, Comparison)] = []
+        for database in [logged, unlogged] {
+            for isNew in [true, false] {
+                let tables = database.isUnlogged ? "UNLOGGED tables" : "logged tables"
+                let comparison = Comparison(
+                    title: "Set of 32 KiB, \(isNew ? "new key" : "key already there"), \(tables)",
+                    subjectName: "PostgresCache",
+                    baselineName: "bare upsert",
+                    goal: 1.5,
+                    countedName: "WAL bytes/call"
+                )
+                sets.append((Sets(database: database, payload: payload, isNew: isNew), comparison))
+            }
         }
-        loader.rounds.append(try await coldPasses(Plan.loaderPassesPerRound))
-        FileHandle.standardError.write(Data("round \(round) of \(rounds) done\n".utf8))
-    }
+        let loads = try await Loads(shared: logged.cache, payload: payload)
+        defer { loads.finish() }
+        var coldDiskComparison = Comparison(
+            title: "Loader, memory tier off: a cold disk served by the shared tier against its own warm disk",
+            subjectName: "cold disk, shared tier",
+            baselineName: "warm disk",
+            goal: nil
+        )
+        var noDiskComparison = Comparison(
+            title: "Loader, memory tier off: no disk tier, served by the shared tier, against the warm disk",
+            subjectName: "no disk, shared tier",
+            baselineName: "warm disk",
+            goal: nil
+        )
 
-    print(
-        "Sequential calls (one at a time); \(rounds) rounds, each side \(Plan.hitsPerRound) hits and "
-            + "\(Plan.setsPerRound) sets of each kind per round, in alternating blocks of \(Plan.block), after "
-            + "\(Plan.warmUpCalls) untimed; values of \(Plan.valueSize) random bytes with \(Plan.metadataSize) bytes "
-            + "of metadata. The shared tier keeps 1 GiB per database, which these writes never reach (no trim "
-            + "by size). Ratios are the shared tier's median over the baseline's.\n"
-    )
-    hits.printCallTable()
-    for (_, _, comparison) in setComparisons { comparison.printCallTable() }
-    loader.printPassTable(loads: Plan.loaderURLs)
-    let stray = origin.requests.count - originRequests
-    print("Loads that reached the origin during the loader's rounds: \(stray).\n")
-    printSummary([hits] + setComparisons.map(\.comparison) + [loader])
+        // Every path, untimed.
+        _ = try await hits.round(count: Plan.warmUpCalls)
+        for (set, _) in sets { _ = try await set.round(count: Plan.warmUpCalls, label: "warm-up") }
+        _ = try await loads.round(passes: 1)
+
+        for round in 1...rounds {
+            hitComparison.rounds.append(try await hits.round(count: Plan.hitsPerRound))
+            for index in sets.indices {
+                let result = try await sets[index].0.round(count: Plan.setsPerRound, label: "\(round)")
+                sets[index].1.rounds.append(result)
+            }
+            let (coldDisk, noDisk) = try await loads.round(passes: Plan.loaderPassesPerRound)
+            coldDiskComparison.rounds.append(coldDisk)
+            noDiskComparison.rounds.append(noDisk)
+            FileHandle.standardError.write(Data("round \(round) of \(rounds) done\n".utf8))
+        }
+
+        print("Server: \(settings).\n")
+        print(
+            "Sequential calls, one at a time, from one process; \(rounds) rounds. Each round, each side: "
+                + "\(Plan.hitsPerRound) hits, \(Plan.setsPerRound) sets of each kind, in alternating blocks of "
+                + "\(Plan.block) calls, after \(Plan.warmUpCalls) untimed; values of \(Plan.valueSize) random bytes "
+                + "with \(Plan.metadataSize) bytes of metadata; \(Plan.hitKeys) keys read in turn, "
+                + "\(Plan.overwrittenKeys) overwritten in turn. The shared tier keeps up to 1 GiB per database, "
+                + "which these writes do not reach (no trim by size), and trims by age every 64 writes, which "
+                + "remove nothing here. Ratios are the shared tier's time over the baseline's: of the medians, and "
+                + "of the means (calls/s, which count the slow calls the medians leave out). WAL bytes/call: what "
+                + "the server's WAL position moved by while that side ran, over its calls.\n"
+        )
+        hitComparison.printCallTable()
+        for (_, comparison) in sets { comparison.printCallTable() }
+        print(
+            "Loader: \(Plan.loaderURLs) URLs of 32 KiB from a loopback TestOrigin (`Cache-Control: max-age=3600`), "
+                + "loaded one at a time, \(Plan.loaderPassesPerRound) passes each way per round in alternating "
+                + "order; each cold pass has a new, empty disk (each load a shared-tier hit, written to that disk "
+                + "before the load returns, since with no memory tier the promotion is not left to the "
+                + "background); the loader with no disk tier promotes to nothing. Loads per second at each side's "
+                + "median pass; the ratio is of pass times.\n"
+        )
+        coldDiskComparison.printPassTable(loads: Plan.loaderURLs)
+        noDiskComparison.printPassTable(loads: Plan.loaderURLs)
+        print("Requests that reached the origin during the timed passes: \(loads.originRequestsSinceFilled).\n")
+        printSummary([hitComparison] + sets.map(\.1) + [coldDiskComparison, noDiskComparison])
+    }
 }

@@ -8,46 +8,60 @@ struct Comparison {
     /// What the subject and the baseline are, as the table's columns name them.
     let subjectName: String
     let baselineName: String
-    /// The largest ratio of the subject's median to the baseline's that meets the goal; `nil`
-    /// for a comparison reported without a goal.
+    /// The largest ratio of the subject's time to the baseline's that meets the goal; `nil` for
+    /// a comparison reported without a goal.
     let goal: Double?
+    /// What ``Sample/counted`` counts, shown per call in a column of its own; `nil` for nothing.
+    var countedName: String? = nil
     var rounds: [RoundResult] = []
 
+    /// Each round's ratio of medians.
     var ratios: [Double] { self.rounds.map(\.ratio) }
+    /// Each round's ratio of means.
+    var meanRatios: [Double] { self.rounds.map(\.meanRatio) }
 
-    /// How many rounds met the goal.
-    var roundsMeetingGoal: Int {
-        guard let goal else { return 0 }
-        return self.ratios.filter { $0 <= goal }.count
-    }
-
-    /// "met", or how often it was missed; "report" without a goal.
-    var verdict: String {
+    /// Whether `ratios` met the goal in every round, or how often they missed it; "report"
+    /// without a goal.
+    func verdict(_ ratios: [Double]) -> String {
         guard let goal else { return "report" }
-        let met = self.roundsMeetingGoal
-        if met == self.rounds.count { return "≤ \(format(goal, 1))×: met in every round" }
-        if met == 0 { return "≤ \(format(goal, 1))×: **missed in every round**" }
-        return "≤ \(format(goal, 1))×: **missed in \(self.rounds.count - met) of \(self.rounds.count) rounds**"
+        let missed = ratios.filter { $0 > goal }.count
+        if missed == 0 { return "≤ \(format(goal, 1))×: met in every round" }
+        if missed == ratios.count { return "≤ \(format(goal, 1))×: **missed in every round**" }
+        return "≤ \(format(goal, 1))×: **missed in \(missed) of \(ratios.count) rounds**"
     }
 
-    /// The per-round table of call times: medians, calls per second, the ratio of medians.
+    /// The per-round table of call times: medians, calls per second (from the mean), and the
+    /// ratios of the medians and of the means.
     func printCallTable() {
         print("#### \(self.title)\n")
+        let counted = self.countedName.map { " \(self.subjectName) \($0) | \(self.baselineName) \($0) |" } ?? ""
         print(
-            "| round | \(self.subjectName) p50 µs | \(self.baselineName) p50 µs | \(self.subjectName) calls/s "
-                + "| \(self.baselineName) calls/s | ratio of p50s | calls each | failed |"
+            "| round | \(self.subjectName) p50 µs | \(self.baselineName) p50 µs | ratio of p50s "
+                + "| \(self.subjectName) calls/s | \(self.baselineName) calls/s | ratio of means |\(counted) "
+                + "calls each | failed |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|\(self.countedName == nil ? "" : "---:|---:|")---:|---:|")
         for (number, round) in self.rounds.enumerated() {
+            let counts =
+                self.countedName == nil
+                ? ""
+                : " \(grouped(round.subject.countedPerCall)) | \(grouped(round.baseline.countedPerCall)) |"
             print(
                 "| \(number + 1) | \(format(round.subject.median.microseconds, 1)) "
-                    + "| \(format(round.baseline.median.microseconds, 1)) "
+                    + "| \(format(round.baseline.median.microseconds, 1)) | \(format(round.ratio, 2))× "
                     + "| \(grouped(round.subject.callsPerSecond)) | \(grouped(round.baseline.callsPerSecond)) "
-                    + "| \(format(round.ratio, 2))× | \(round.subject.times.count + round.subject.failures) "
+                    + "| \(format(round.meanRatio, 2))× |\(counts) \(round.subject.times.count + round.subject.failures) "
                     + "| \(round.subject.failures) / \(round.baseline.failures) |"
             )
         }
-        self.printSummaryLine()
+        print()
+        print(
+            "Ratio of p50s over \(self.rounds.count) rounds: \(span(self.ratios)); goal \(self.verdict(self.ratios))."
+        )
+        print(
+            "Ratio of means over \(self.rounds.count) rounds: \(span(self.meanRatios)); "
+                + "goal \(self.verdict(self.meanRatios)).\n"
+        )
         self.printFailures()
     }
 
@@ -68,17 +82,8 @@ struct Comparison {
                     + "| \(round.subject.failures) / \(round.baseline.failures) |"
             )
         }
-        self.printSummaryLine()
+        print("\nTime ratio over \(self.rounds.count) rounds: \(span(self.ratios)).\n")
         self.printFailures()
-    }
-
-    private func printSummaryLine() {
-        let ratios = self.ratios.sorted()
-        guard let low = ratios.first, let high = ratios.last else { return }
-        print(
-            "\nRatio over \(ratios.count) rounds: \(format(low, 2))–\(format(high, 2))× "
-                + "(median \(format(median(ratios), 2))×); goal \(self.verdict).\n"
-        )
     }
 
     private func printFailures() {
@@ -95,17 +100,24 @@ struct Comparison {
 /// Prints the summary table of `comparisons`: the range of their ratios and their goals.
 func printSummary(_ comparisons: [Comparison]) {
     print("#### Summary\n")
-    print("| measurement | ratio over the rounds | median | goal |")
-    print("|---|---:|---:|---|")
+    print(
+        "| measurement | ratio of p50s over the rounds | goal, by p50s | ratio of means over the rounds | goal, by means |"
+    )
+    print("|---|---:|---|---:|---|")
     for comparison in comparisons {
-        let ratios = comparison.ratios.sorted()
-        guard let low = ratios.first, let high = ratios.last else { continue }
         print(
-            "| \(comparison.title) | \(format(low, 2))–\(format(high, 2))× | \(format(median(ratios), 2))× "
-                + "| \(comparison.verdict) |"
+            "| \(comparison.title) | \(span(comparison.ratios)) | \(comparison.verdict(comparison.ratios)) "
+                + "| \(span(comparison.meanRatios)) | \(comparison.verdict(comparison.meanRatios)) |"
         )
     }
     print()
+}
+
+/// "low–high× (median m×)" of `ratios`.
+func span(_ ratios: [Double]) -> String {
+    let sorted = ratios.sorted()
+    guard let low = sorted.first, let high = sorted.last else { return "–" }
+    return "\(format(low, 2))–\(format(high, 2))× (median \(format(median(sorted), 2))×)"
 }
 
 /// The median of `values`, sorted or not.

@@ -1,23 +1,27 @@
 import Foundation
 
-// The shared tier on PostgreSQL against what it is built on, as Benchmarks/shared-tier-vs-postgres-redis
-// runs it on a throwaway server with two databases (one for logged tables, one for UNLOGGED):
+// The shared tier on PostgreSQL against what it is built on, as
+// Benchmarks/shared-tier-vs-postgres-redis runs it on a throwaway server with two databases (one
+// for logged tables, one for UNLOGGED):
 //
 // - a hit of 32 KiB, `PostgresCache.entry(forKey:)`, against a bare postgres-nio
 //   `SELECT value, metadata FROM cachalot_entries WHERE digest = $1` of the same row;
 // - a set of 32 KiB, `PostgresCache.set`, against a bare `INSERT … ON CONFLICT (digest) DO UPDATE`
 //   of the same columns into a table of the same columns with only its primary key, in each
-//   database, of new keys and of keys already there;
+//   database, of new keys and of keys already there, with the WAL each side writes;
 // - a loader (memory tier off) whose disk is cold, so that every load is answered by the shared
-//   tier, against the same loader answered by its own warm disk.
+//   tier and promoted to that disk, and the same loader with no disk tier, each against the same
+//   loader answered by its own warm disk.
 //
 // Sequential: one call at a time. Every round times both sides in alternating blocks of calls;
-// the tables give each round's medians and their ratio. Usage:
-// SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]
+// the tables give each round's medians and means and their ratios. Usage:
+// SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]   (default 5 rounds)
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4 || arguments.count == 5, let port = Int(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]\n".utf8)
+    )
     exit(64)
 }
 let rounds = arguments.count == 5 ? Int(arguments[4]) ?? 5 : 5
