@@ -17,9 +17,8 @@ public final class PostgresCluster: Sendable {
 
     /// The directory of PostgreSQL's programs: the newest version installed.
     public static let binaries: String? = {
-        let root = "/usr/lib/postgresql"
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return versions.compactMap(Int.init).max().map { "\(root)/\($0)/bin" }
+        let directories = (10...30).reversed().map { "/usr/lib/postgresql/\($0)/bin" }
+        return directories.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }
     }()
 
     /// Whether the tests that need a server can run: PostgreSQL is installed, or CI runs them
