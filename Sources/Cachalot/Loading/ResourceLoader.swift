@@ -360,8 +360,9 @@ public final class ResourceLoader: Sendable {
     /// The answer the cache gives `request` at once, without waiting on anything: a fresh
     /// stored response, a stale one that the rules or `policy` allow (starting its background
     /// revalidation if `stale-while-revalidate` asks for one), or the 504 of
-    /// ``CachePolicy/returnCacheDataDontLoad``. `nil` when the answer needs the network (or is
-    /// a redirect to follow): then ``load(_:body:policy:priority:progress:)`` or
+    /// ``CachePolicy/returnCacheDataDontLoad`` (with no shared tier to ask first). `nil` when the
+    /// answer needs the network or a shared tier (or is a redirect to follow): then
+    /// ``load(_:body:policy:priority:progress:)`` or
     /// ``stream(_:body:policy:priority:)`` the request, which looks it up again.
     ///
     /// For a server that answers hits on the thread that read the request, without a hop to
