@@ -131,9 +131,24 @@ let package = Package(
             pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg62-turbo-dev"]), .brew(["jpeg-turbo"])]
         ),
+        .systemLibrary(
+            name: "CWebP",
+            pkgConfig: "libwebpdemux",
+            providers: [.apt(["libwebp-dev"]), .brew(["webp"])]
+        ),
+        .systemLibrary(
+            name: "CAVIF",
+            pkgConfig: "libavif",
+            providers: [.apt(["libavif-dev"]), .brew(["libavif"])]
+        ),
+        .systemLibrary(
+            name: "CGIF",
+            pkgConfig: "libgif",
+            providers: [.apt(["libgif-dev"]), .brew(["giflib"])]
+        ),
         .target(
             name: "CCachalotImageCodecs",
-            dependencies: ["CPNG", "CJPEG"]
+            dependencies: ["CPNG", "CJPEG", "CWebP", "CAVIF", "CGIF"]
         ),
         .target(
             name: "CachalotImages",

@@ -6,14 +6,16 @@ extension FuzzTarget {
     /// milliseconds. The limit is a setting of the decoder; its check is the same for any value.
     static let imagePixelLimit = 1 << 20
 
-    /// Decodes `bytes` as an image with ``ImageDecoder`` (PNG or JPEG, told by the first bytes),
-    /// whole and at 1/8, with a limit of ``imagePixelLimit`` pixels, and reads its size from its
-    /// header alone.
+    /// Decodes `bytes` as an image with ``ImageDecoder`` (PNG, JPEG, WebP, AVIF or GIF, told by the
+    /// first bytes), whole, at 1/8 and as an animation, with a limit of ``imagePixelLimit`` pixels,
+    /// and reads its size from its header alone.
     ///
     /// Invariants, for bytes that decode whole:
     /// - the bitmap has at most the limit's pixels (a larger image is refused before decoding);
     /// - the size read from the header alone is the bitmap's (for JPEG, oriented upright);
-    /// - at 1/8, a bitmap has at most the pixels of the whole image.
+    /// - at 1/8, a bitmap has at most the pixels of the whole image;
+    /// - an animation's frames hold at most the limit's pixels together, all have the canvas's
+    ///   size, and its first frame is the still image.
     ///
     /// ``Bitmap``'s own preconditions check that its rows hold its pixels; its last pixel is
     /// read, and has the bytes of its format.
@@ -23,6 +25,7 @@ extension FuzzTarget {
         let whole = try? decoder.decode(data)
         let eighth = try? decoder.decode(data, scale: 1.0 / 8)
         let size = try? decoder.size(of: data)
+        let animation = try? decoder.decodeAnimation(data)
         for bitmap in [whole, eighth].compactMap(\.self) {
             let pixel = bitmap.pixel(x: bitmap.width - 1, y: bitmap.height - 1)
             precondition(pixel.count == bitmap.format.bytesPerPixel, "a pixel of \(pixel.count) bytes")
@@ -38,6 +41,17 @@ extension FuzzTarget {
             size == (whole.width, whole.height),
             "the size \(size) read from the header is not the decoded \(whole.width)x\(whole.height)"
         )
+        if let animation {
+            precondition(
+                animation.frames.reduce(0) { $0 + $1.bitmap.width * $1.bitmap.height } <= Self.imagePixelLimit,
+                "an animation's frames hold more than the limit"
+            )
+            precondition(
+                animation.frames.allSatisfy { $0.bitmap.width == whole.width && $0.bitmap.height == whole.height },
+                "a frame is not the canvas's size"
+            )
+            precondition(animation.frames[0].bitmap == whole, "the first frame is not the still image")
+        }
         if let eighth {
             precondition(
                 eighth.width <= whole.width && eighth.height <= whole.height,

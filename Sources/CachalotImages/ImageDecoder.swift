@@ -1,25 +1,31 @@
 import CCachalotImageCodecs
 import Foundation
 
-/// Decodes PNG (through libpng) and JPEG (through libjpeg-turbo) into ``Bitmap``s.
+/// Decodes PNG (libpng), JPEG (libjpeg-turbo), WebP (libwebp), AVIF (libavif) and GIF (giflib)
+/// into ``Bitmap``s, telling the format by the data's first bytes.
 ///
 /// - PNG of every kind (gray, gray with alpha, palette, RGB, RGBA; 1 to 16 bits a channel;
 ///   interlaced) becomes `.gray8` if it is gray without transparency, else `.rgba8`.
 /// - JPEG (baseline, progressive) becomes `.gray8` if gray, else `.rgba8`. Its EXIF orientation
 ///   is applied: the bitmap is upright, as it is meant to be seen. CMYK JPEGs are refused.
+/// - WebP (lossy, lossless, with alpha), AVIF (8 to 12 bits, any chroma subsampling, with alpha)
+///   and GIF become `.rgba8`. An animated GIF or WebP gives its first frame as shown, on its whole
+///   canvas; ``decodeAnimation(_:)`` gives every frame. AVIF's rotation and mirror properties
+///   are not applied.
 /// - A header declaring more than ``maximumPixelCount`` pixels is refused before the pixels are
-///   allocated (a decompression bomb costs nothing). Damaged and truncated data are errors, never
-///   a crash; a JPEG missing its end is an error, not a gray-filled picture.
+///   allocated (a decompression bomb costs nothing), and so is an animation whose frames would
+///   hold more than that all together. Damaged and truncated data are errors, never a crash; a
+///   JPEG missing its end is an error, not a gray-filled picture.
 public struct ImageDecoder: Sendable {
-    /// The most pixels (width × height, as declared) an image may have. Default: 100 million,
-    /// 400 MB as RGBA.
+    /// The most pixels (width × height, as declared) an image may have, over all its frames for
+    /// an animation. Default: 100 million, 400 MB as RGBA.
     public var maximumPixelCount: Int
 
     public init(maximumPixelCount: Int = 100_000_000) {
         self.maximumPixelCount = maximumPixelCount
     }
 
-    /// Decodes the whole image.
+    /// Decodes the whole image (the first frame of an animation).
     public func decode(_ data: Data) throws(ImageError) -> Bitmap {
         try self.decode(data, scale: 1)
     }
@@ -29,58 +35,153 @@ public struct ImageDecoder: Sendable {
     ///
     /// JPEG decodes at 1/2, 1/4 or 1/8 inside the decoder, skipping most of the work: a 256-pixel
     /// thumbnail of a 4000-pixel photo needs only 1/8. At 1/8, a progressive JPEG skips more:
-    /// the AC scans that a decode at 1/8 ignores are not decoded at all, for the same pixels.
-    /// PNG always decodes whole.
+    /// the AC scans that a decode at 1/8 ignores are not decoded at all, for the same pixels. A
+    /// still WebP is scaled by the same fractions as it is decoded, so the full-size picture is
+    /// never held. PNG, GIF and AVIF always decode whole.
     public func decode(_ data: Data, scale: Double) throws(ImageError) -> Bitmap {
         let limit = UInt64(self.maximumPixelCount)
+        let denominator = UInt32(Self.denominator(for: scale))
         switch ImageFormat(sniffing: data) {
         case .png:
             return try Self.decoded(data, "PNG") { bytes, count, pixels, message in
                 cachalot_png_decode(bytes, count, limit, pixels, message, Self.messageSize)
             }
         case .jpeg:
-            let denominator = UInt32(Self.denominator(for: scale))
             // At 1/8, a progressive JPEG is decoded without the AC scans it ignores (JPEGScans).
             let scans = denominator == 8 ? JPEGScans.withoutACScans(data) ?? data : data
             let bitmap = try Self.decoded(scans, "JPEG") { bytes, count, pixels, message in
                 cachalot_jpeg_decode(bytes, count, limit, denominator, pixels, message, Self.messageSize)
             }
             return Orientation(exifIn: data).apply(to: bitmap)
+        case .webp:
+            return try Self.decoded(data, "WebP") { bytes, count, pixels, message in
+                cachalot_webp_decode(bytes, count, limit, denominator, pixels, message, Self.messageSize)
+            }
+        case .avif:
+            return try Self.decoded(data, "AVIF") { bytes, count, pixels, message in
+                cachalot_avif_decode(bytes, count, limit, pixels, message, Self.messageSize)
+            }
+        case .gif:
+            return try self.animation(data, .gif, maximumFrames: 1).frames[0].bitmap
         case nil:
-            throw ImageError(.unknownFormat, "the data is neither PNG nor JPEG (by its first bytes)")
+            throw Self.unknownFormat
         }
     }
 
-    /// The width and height the image will have once decoded whole (for JPEG, once oriented),
-    /// read from its header.
+    /// Decodes every frame of an animated GIF or WebP, each as it is shown: composited onto the
+    /// whole canvas, as an `.rgba8` bitmap. A still image of any format is one frame.
+    ///
+    /// - Throws: ``ImageError`` with code `tooLarge` if the frames together hold more than
+    ///   ``maximumPixelCount`` pixels (each frame counting at least 256), before the frame that
+    ///   would pass it is allocated; `truncated` if the data ends inside a frame (a GIF may end
+    ///   without its trailer after a whole frame).
+    public func decodeAnimation(_ data: Data) throws(ImageError) -> Animation {
+        switch ImageFormat(sniffing: data) {
+        case .gif: try self.animation(data, .gif, maximumFrames: 0)
+        case .webp: try self.animation(data, .webp, maximumFrames: 0)
+        case .png, .jpeg, .avif:
+            Animation(frames: [.init(bitmap: try self.decode(data), duration: .zero)], loopCount: 0)
+        case nil: throw Self.unknownFormat
+        }
+    }
+
+    /// The width and height the image will have once decoded whole (for JPEG, once oriented;
+    /// for an animation, its canvas), read from its header.
     public func size(of data: Data) throws(ImageError) -> (width: Int, height: Int) {
+        let number = { (offset: Int, bytes: Int, bigEndian: Bool) in
+            let field = data[data.startIndex + offset..<data.startIndex + offset + bytes]
+            return (bigEndian ? Array(field) : field.reversed()).reduce(0) { $0 << 8 | Int($1) }
+        }
         switch ImageFormat(sniffing: data) {
         case .png:
             // IHDR is the first chunk: width and height at bytes 16 and 20, big-endian.
-            guard data.count >= 24 else { throw ImageError(.truncated, "the data ends inside the PNG header") }
-            let number = { (offset: Int) in
-                data[data.startIndex + offset..<data.startIndex + offset + 4].reduce(0) { $0 << 8 | Int($1) }
-            }
-            return (number(16), number(20))
+            guard data.count >= 24 else { throw ImageError(.truncated, "PNG: the data ends inside its header") }
+            return (number(16, 4, true), number(20, 4, true))
+        case .gif:
+            // The logical screen: width and height at bytes 6 and 8, little-endian.
+            guard data.count >= 10 else { throw ImageError(.truncated, "GIF: the data ends inside its header") }
+            return (number(6, 2, false), number(8, 2, false))
         case .jpeg:
-            var width: UInt32 = 0
-            var height: UInt32 = 0
-            var message = [CChar](repeating: 0, count: Self.messageSize)
-            let status = data.withUnsafeBytes { bytes in
-                cachalot_jpeg_size(
-                    bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+            let size = try Self.headerSize(data, "JPEG", cachalot_jpeg_size)
+            return Orientation(exifIn: data).swapsAxes ? (size.height, size.width) : size
+        case .webp:
+            return try Self.headerSize(data, "WebP", cachalot_webp_size)
+        case .avif:
+            return try Self.headerSize(data, "AVIF", cachalot_avif_size)
+        case nil:
+            throw Self.unknownFormat
+        }
+    }
+
+    private static let unknownFormat = ImageError(
+        .unknownFormat,
+        "the data is not PNG, JPEG, WebP, AVIF or GIF (by its first bytes)"
+    )
+
+    /// The size a C codec reads from a header.
+    private static func headerSize(
+        _ data: Data,
+        _ format: String,
+        _ read: (
+            UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt32>, UnsafeMutablePointer<UInt32>,
+            UnsafeMutablePointer<CChar>, Int
+        ) -> cachalot_image_status
+    ) throws(ImageError) -> (width: Int, height: Int) {
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        var message = [CChar](repeating: 0, count: Self.messageSize)
+        let status = data.withUnsafeBytes { bytes in
+            read(
+                bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                bytes.count,
+                &width,
+                &height,
+                &message,
+                Self.messageSize
+            )
+        }
+        try Self.check(status, message, format)
+        return (Int(width), Int(height))
+    }
+
+    /// Decodes up to `maximumFrames` frames (0: all) of a GIF or WebP.
+    private func animation(_ data: Data, _ format: ImageFormat, maximumFrames: UInt32) throws(ImageError) -> Animation {
+        let limit = UInt64(self.maximumPixelCount)
+        var animation = cachalot_animation()
+        var message = [CChar](repeating: 0, count: Self.messageSize)
+        let status = data.withUnsafeBytes { bytes in
+            let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return format == .gif
+                ? cachalot_gif_decode_animation(
+                    start,
                     bytes.count,
-                    &width,
-                    &height,
+                    limit,
+                    maximumFrames,
+                    &animation,
                     &message,
                     Self.messageSize
                 )
-            }
-            try Self.check(status, message, "JPEG")
-            return Orientation(exifIn: data).swapsAxes ? (Int(height), Int(width)) : (Int(width), Int(height))
-        case nil:
-            throw ImageError(.unknownFormat, "the data is neither PNG nor JPEG (by its first bytes)")
+                : cachalot_webp_decode_animation(
+                    start,
+                    bytes.count,
+                    limit,
+                    maximumFrames,
+                    &animation,
+                    &message,
+                    Self.messageSize
+                )
         }
+        try Self.check(status, message, format == .gif ? "GIF" : "WebP")
+        defer { cachalot_animation_free(&animation) }
+        var frames: [Animation.Frame] = []
+        frames.reserveCapacity(Int(animation.frame_count))
+        for index in 0..<Int(animation.frame_count) {
+            // The bitmap takes the frame's pixels; cachalot_animation_free skips a NULL.
+            let bitmap = Self.bitmap(owning: animation.frames[index])
+            animation.frames[index].pixels = nil
+            frames.append(.init(bitmap: bitmap, duration: .milliseconds(animation.durations[index])))
+        }
+        return Animation(frames: frames, loopCount: Int(animation.loop_count))
     }
 
     /// The largest of 1, 2, 4 and 8 that keeps at least `scale` of the size.
@@ -105,6 +206,11 @@ public struct ImageDecoder: Sendable {
             decode(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &pixels, &message)
         }
         try Self.check(status, message, format)
+        return Self.bitmap(owning: pixels)
+    }
+
+    /// A bitmap that owns pixels a C codec allocated (freed with `free`).
+    private static func bitmap(owning pixels: cachalot_pixels) -> Bitmap {
         let bytesPerRow = Int(pixels.bytes_per_row)
         return Bitmap(
             width: Int(pixels.width),

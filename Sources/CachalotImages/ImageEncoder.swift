@@ -1,8 +1,20 @@
 import CCachalotImageCodecs
 import Foundation
 
-/// Encodes ``Bitmap``s as JPEG (libjpeg-turbo) or PNG (libpng), to store processed variants.
+/// Encodes ``Bitmap``s as JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp) or AVIF (libavif,
+/// with the AV1 encoder it was built with), to store processed variants. GIF is not encoded.
 public enum ImageEncoder {
+    /// The bitmap in `encoding`'s format.
+    public static func encode(_ bitmap: Bitmap, as encoding: ImageEncoding) throws(ImageError) -> Data {
+        switch encoding.format {
+        case .jpeg: try Self.jpeg(bitmap, quality: encoding.quality)
+        case .png: try Self.png(bitmap)
+        case .webp: try Self.webp(bitmap, quality: encoding.quality)
+        case .avif: try Self.avif(bitmap, quality: encoding.quality)
+        case .gif: throw ImageError(.unsupported, "GIF is decoded, not encoded")
+        }
+    }
+
     /// The bitmap as a JPEG at `quality` (1 to 100); alpha is dropped. A progressive JPEG comes
     /// in scans of increasing detail (libjpeg's default script): about as large, and its
     /// thumbnails skip most of its scans (see ``ImageDecoder/decode(_:scale:)``).
@@ -17,6 +29,26 @@ public enum ImageEncoder {
     public static func png(_ bitmap: Bitmap) throws(ImageError) -> Data {
         try Self.encoded(bitmap, "PNG") { pixels, out, size, message in
             cachalot_png_encode(pixels, out, size, message, ImageDecoder.messageSize)
+        }
+    }
+
+    /// The bitmap as a WebP: lossy at `quality` (0 to 100; libwebp's and Pillow's default is
+    /// 80), or lossless. Alpha is kept if some pixel is not opaque.
+    public static func webp(_ bitmap: Bitmap, quality: Int = 80, lossless: Bool = false) throws(ImageError) -> Data {
+        let quality = Int32(min(100, max(0, quality)))
+        return try Self.encoded(bitmap, "WebP") { pixels, out, size, message in
+            cachalot_webp_encode(pixels, quality, lossless ? 1 : 0, out, size, message, ImageDecoder.messageSize)
+        }
+    }
+
+    /// The bitmap as an AVIF (4:2:0, 8 bits) at `quality` (0 to 100, mapped linearly onto AV1's
+    /// quantizers 63 to 0) and `speed` (0, slowest and smallest, to 10). Alpha is kept, losslessly,
+    /// if some pixel is not opaque.
+    public static func avif(_ bitmap: Bitmap, quality: Int = 60, speed: Int = 8) throws(ImageError) -> Data {
+        let quality = Int32(min(100, max(0, quality)))
+        let speed = Int32(min(10, max(0, speed)))
+        return try Self.encoded(bitmap, "AVIF") { pixels, out, size, message in
+            cachalot_avif_encode(pixels, quality, speed, out, size, message, ImageDecoder.messageSize)
         }
     }
 

@@ -2,7 +2,7 @@
 public struct ImageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public enum Code: Hashable, Sendable {
-        /// The data is not a PNG or JPEG (formats are told by their first bytes).
+        /// The data is not a PNG, JPEG, WebP, AVIF or GIF (formats are told by their first bytes).
         case unknownFormat
         /// The data is damaged.
         case corrupt

@@ -158,7 +158,7 @@ struct DecodingTests {
         let png = try ImageEncoder.png(Images.photo(width: 64, height: 48))
         let jpeg = try ImageEncoder.jpeg(Images.photo(width: 64, height: 48))
         let cases: [(Data, ImageError.Code)] = [
-            (Data("GIF89a".utf8), .unknownFormat),
+            (Data("RIFF\0\0\0\0WAVE".utf8), .unknownFormat),
             (png.prefix(png.count / 2), .truncated),
             (jpeg.prefix(jpeg.count / 2), .truncated),
             (png.prefix(4), .unknownFormat),

@@ -1,7 +1,9 @@
-// The C half of CachalotImages: decoding and encoding through libpng and libjpeg(-turbo).
+// The C half of CachalotImages: decoding and encoding through libpng, libjpeg(-turbo), libwebp,
+// libavif and giflib.
 //
-// Both libraries report errors by longjmp. Every jump lands in the function of this file that
-// called the library, before any Swift frame: Swift sees only a status and a message.
+// libpng and libjpeg report errors by longjmp. Every jump lands in the function of this file that
+// called the library, before any Swift frame: Swift sees only a status and a message. The others
+// return error codes.
 
 #ifndef CACHALOT_IMAGE_CODECS_H
 #define CACHALOT_IMAGE_CODECS_H
@@ -59,5 +61,78 @@ cachalot_image_status cachalot_jpeg_encode(
 /// Encodes pixels of 1 or 4 channels as PNG. `*out` is allocated with malloc; the caller frees it.
 cachalot_image_status cachalot_png_encode(
     const cachalot_pixels *image, uint8_t **out, size_t *out_size, char *message, size_t message_size);
+
+/// Each frame of an animation counts as at least this many pixels against a decoder's limit, for
+/// what it costs to keep besides its pixels: a million frames of 1 × 1 are a bomb too.
+#define CACHALOT_MINIMUM_FRAME_PIXELS 256
+
+/// The frames of an animation, each composited onto the whole canvas as it is to be shown.
+typedef struct {
+    /// `frame_count` frames of 4 channels (RGBA), each allocated with malloc; the array too.
+    cachalot_pixels *frames;
+    /// How long each frame shows, in milliseconds; allocated with malloc.
+    uint32_t *durations;
+    uint32_t frame_count;
+    /// How many times the animation plays; 0 for ever.
+    uint32_t loop_count;
+} cachalot_animation;
+
+/// Frees an animation's frames, durations and arrays.
+void cachalot_animation_free(cachalot_animation *animation);
+
+/// The canvas size a WebP declares, read from its header only.
+cachalot_image_status cachalot_webp_size(
+    const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size);
+
+/// Decodes a still WebP (lossy, lossless, with or without alpha) as RGBA, scaled by
+/// 1/`scale_denominator` inside the decoder; an animated one gives its first frame, whole.
+/// Refuses an image declaring more than `maximum_pixels`.
+cachalot_image_status cachalot_webp_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, unsigned scale_denominator,
+    cachalot_pixels *out, char *message, size_t message_size);
+
+/// Decodes the frames of a WebP, animated or not, at most `maximum_frames` of them (0: all).
+/// Refuses one whose frames would hold more than `maximum_pixels` together (each counting its
+/// canvas, at least CACHALOT_MINIMUM_FRAME_PIXELS), before decoding.
+cachalot_image_status cachalot_webp_decode_animation(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+    cachalot_animation *out, char *message, size_t message_size);
+
+/// Encodes pixels of 1 or 4 channels as WebP: lossy at `quality` (0 to 100), or lossless if
+/// `lossless` is not 0. Alpha is kept if some pixel is not opaque. `*out` is allocated with malloc.
+cachalot_image_status cachalot_webp_encode(
+    const cachalot_pixels *image, int quality, int lossless, uint8_t **out, size_t *out_size, char *message,
+    size_t message_size);
+
+/// The size an AVIF declares, read from its boxes without decoding.
+cachalot_image_status cachalot_avif_size(
+    const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size);
+
+/// Decodes an AVIF (the first image of a sequence) as RGBA, 8 bits a channel. Refuses an image
+/// declaring more than `maximum_pixels`, before decoding.
+cachalot_image_status cachalot_avif_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
+    size_t message_size);
+
+/// Encodes pixels of 1 or 4 channels as AVIF (4:2:0, 8 bits) at `quality` (0 to 100) and
+/// `speed` (0, slowest, to 10); alpha is kept, losslessly, if some pixel is not opaque.
+cachalot_image_status cachalot_avif_encode(
+    const cachalot_pixels *image, int quality, int speed, uint8_t **out, size_t *out_size, char *message,
+    size_t message_size);
+
+/// Decodes the frames of a GIF, at most `maximum_frames` of them (0: all), each composited as
+/// browsers do (transparent background, disposal methods, transparency). Refuses a canvas or a
+/// frame of more than `maximum_pixels`, and stops with that error before allocating the frame
+/// that would take the frames past it (each counting its canvas, at least
+/// CACHALOT_MINIMUM_FRAME_PIXELS).
+cachalot_image_status cachalot_gif_decode_animation(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+    cachalot_animation *out, char *message, size_t message_size);
+
+/// Whether some pixel of RGBA pixels is not fully opaque; gray pixels never are.
+int cachalot_has_alpha(const cachalot_pixels *image);
+
+/// A copy of pixels of 1 or 4 channels as RGBA, rows packed; NULL if memory ran out.
+uint8_t *cachalot_rgba_copy(const cachalot_pixels *image);
 
 #endif

@@ -1,0 +1,282 @@
+#include "ImageCodecs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gif_lib.h>
+
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    size_t offset;
+    /// Whether giflib asked for bytes past the end.
+    int ended;
+} source;
+
+static int read_bytes(GifFileType *gif, GifByteType *bytes, int count) {
+    source *s = gif->UserData;
+    size_t available = s->size - s->offset;
+    size_t n = (size_t)count < available ? (size_t)count : available;
+    s->ended |= n < (size_t)count;
+    memcpy(bytes, s->data + s->offset, n);
+    s->offset += n;
+    return (int)n;
+}
+
+/// The status and message for a giflib error code; any error after a read past the end is a
+/// truncation.
+static cachalot_image_status failed(int error, const source *s, char *message, size_t message_size) {
+    switch (s && s->ended ? D_GIF_ERR_EOF_TOO_SOON : error) {
+    case D_GIF_ERR_READ_FAILED:
+    case D_GIF_ERR_EOF_TOO_SOON:
+        snprintf(message, message_size, "the data ends before the GIF does");
+        return CACHALOT_IMAGE_TRUNCATED;
+    case D_GIF_ERR_NOT_ENOUGH_MEM:
+        snprintf(message, message_size, "out of memory");
+        return CACHALOT_IMAGE_OUT_OF_MEMORY;
+    default: {
+        const char *text = GifErrorString(error);
+        snprintf(message, message_size, "the GIF is damaged: %s", text ? text : "unknown error");
+        return CACHALOT_IMAGE_CORRUPT;
+    }
+    }
+}
+
+/// What the graphic control extension before a frame says about it.
+typedef struct {
+    int disposal;
+    int transparent;
+    int delay; // in hundredths of a second
+} control;
+
+/// Reads the extension whose code giflib just read; fills `next` from a graphic control
+/// extension, and `loop_count` from a NETSCAPE2.0 application extension.
+static int read_extension(GifFileType *gif, int code, GifByteType *block, control *next, uint32_t *loop_count) {
+    int application = 0;
+    int first = 1;
+    while (block != NULL) {
+        if (code == GRAPHICS_EXT_FUNC_CODE && first) {
+            GraphicsControlBlock gcb;
+            if (DGifExtensionToGCB(block[0], block + 1, &gcb) == GIF_OK) {
+                next->disposal = gcb.DisposalMode;
+                next->transparent = gcb.TransparentColor;
+                next->delay = gcb.DelayTime;
+            }
+        } else if (code == APPLICATION_EXT_FUNC_CODE && first) {
+            application = block[0] == 11 && (memcmp(block + 1, "NETSCAPE2.0", 11) == 0 ||
+                                             memcmp(block + 1, "ANIMEXTS1.0", 11) == 0);
+        } else if (application && block[0] >= 3 && block[1] == 1) {
+            *loop_count = (uint32_t)block[2] | (uint32_t)block[3] << 8;
+        }
+        first = 0;
+        if (DGifGetExtensionNext(gif, &block) != GIF_OK) {
+            return GIF_ERROR;
+        }
+    }
+    return GIF_OK;
+}
+
+/// Draws the frame giflib is about to read onto `canvas`, row by row (interlaced or not), clipped
+/// to the canvas, skipping the transparent index.
+static int draw_frame(GifFileType *gif, uint8_t *canvas, uint8_t *line, const control *frame) {
+    const GifImageDesc *desc = &gif->Image;
+    const ColorMapObject *map = desc->ColorMap ? desc->ColorMap : gif->SColorMap;
+    int width = desc->Width;
+    int rows[4][2] = {{0, 8}, {4, 8}, {2, 4}, {1, 2}};
+    int passes = desc->Interlace ? 4 : 1;
+    if (!desc->Interlace) {
+        rows[0][1] = 1;
+    }
+    for (int pass = 0; pass < passes; pass++) {
+        for (int y = rows[pass][0]; y < desc->Height; y += rows[pass][1]) {
+            if (DGifGetLine(gif, line, width) != GIF_OK) {
+                return GIF_ERROR;
+            }
+            int canvas_y = desc->Top + y;
+            if (canvas_y >= gif->SHeight) {
+                continue;
+            }
+            uint8_t *to = canvas + ((size_t)canvas_y * gif->SWidth) * 4;
+            for (int x = 0; x < width; x++) {
+                int canvas_x = desc->Left + x;
+                int index = line[x];
+                if (canvas_x >= gif->SWidth || index == frame->transparent) {
+                    continue;
+                }
+                uint8_t *pixel = to + (size_t)canvas_x * 4;
+                if (index < map->ColorCount) {
+                    pixel[0] = map->Colors[index].Red;
+                    pixel[1] = map->Colors[index].Green;
+                    pixel[2] = map->Colors[index].Blue;
+                    pixel[3] = 255;
+                } else {
+                    // An index past the color table shows as opaque black, as browsers show it.
+                    pixel[0] = pixel[1] = pixel[2] = 0;
+                    pixel[3] = 255;
+                }
+            }
+        }
+    }
+    return GIF_OK;
+}
+
+/// Clears the part of `canvas` a frame covered to transparent (disposal to background).
+static void clear_rect(GifFileType *gif, uint8_t *canvas, const GifImageDesc *desc) {
+    for (int y = desc->Top; y < desc->Top + desc->Height && y < gif->SHeight; y++) {
+        if (desc->Left >= gif->SWidth) {
+            return;
+        }
+        int end = desc->Left + desc->Width < gif->SWidth ? desc->Left + desc->Width : gif->SWidth;
+        memset(canvas + ((size_t)y * gif->SWidth + desc->Left) * 4, 0, (size_t)(end - desc->Left) * 4);
+    }
+}
+
+cachalot_image_status cachalot_gif_decode_animation(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+    cachalot_animation *out, char *message, size_t message_size) {
+    memset(out, 0, sizeof *out);
+    source s = {data, size, 0};
+    int error = 0;
+    GifFileType *gif = DGifOpen(&s, read_bytes, &error);
+    if (gif == NULL) {
+        return failed(error, &s, message, message_size);
+    }
+    uint64_t area = (uint64_t)gif->SWidth * (uint64_t)gif->SHeight;
+    uint64_t frame_cost = area > CACHALOT_MINIMUM_FRAME_PIXELS ? area : CACHALOT_MINIMUM_FRAME_PIXELS;
+    cachalot_image_status status = CACHALOT_IMAGE_OK;
+    uint8_t *canvas = NULL;
+    uint8_t *saved = NULL;
+    uint8_t *line = NULL;
+    uint32_t capacity = 0;
+    control next = {DISPOSAL_UNSPECIFIED, NO_TRANSPARENT_COLOR, 0};
+    if (area == 0) {
+        snprintf(message, message_size, "the GIF's canvas has no pixels");
+        status = CACHALOT_IMAGE_CORRUPT;
+    } else if (area > maximum_pixels) {
+        snprintf(message, message_size, "the GIF declares %dx%d pixels, more than the %llu allowed", gif->SWidth,
+                 gif->SHeight, (unsigned long long)maximum_pixels);
+        status = CACHALOT_IMAGE_TOO_LARGE;
+    } else {
+        canvas = calloc(area, 4);
+        line = malloc(65536);
+        if (canvas == NULL || line == NULL) {
+            status = failed(D_GIF_ERR_NOT_ENOUGH_MEM, &s, message, message_size);
+        }
+    }
+    while (status == CACHALOT_IMAGE_OK && (maximum_frames == 0 || out->frame_count < maximum_frames)) {
+        GifRecordType type;
+        if (DGifGetRecordType(gif, &type) != GIF_OK) {
+            // Many GIFs end without their trailer: after a whole frame, the end of the data ends it.
+            if (out->frame_count == 0 || s.offset < s.size) {
+                status = failed(gif->Error, &s, message, message_size);
+            }
+            break;
+        }
+        if (type == TERMINATE_RECORD_TYPE) {
+            break;
+        }
+        if (type == EXTENSION_RECORD_TYPE) {
+            int code;
+            GifByteType *block;
+            if (DGifGetExtension(gif, &code, &block) != GIF_OK ||
+                read_extension(gif, code, block, &next, &out->loop_count) != GIF_OK) {
+                status = failed(gif->Error, &s, message, message_size);
+            }
+            continue;
+        }
+        if (type != IMAGE_DESC_RECORD_TYPE) {
+            status = failed(D_GIF_ERR_WRONG_RECORD, &s, message, message_size);
+            break;
+        }
+        if (DGifGetImageDesc(gif) != GIF_OK) {
+            status = failed(gif->Error, &s, message, message_size);
+            break;
+        }
+        GifImageDesc desc = gif->Image;
+        if (desc.Width <= 0 || desc.Height <= 0 || desc.Left < 0 || desc.Top < 0) {
+            snprintf(message, message_size, "a frame of the GIF has no pixels");
+            status = CACHALOT_IMAGE_CORRUPT;
+            break;
+        }
+        uint64_t count = (uint64_t)out->frame_count + 1;
+        if ((uint64_t)desc.Width * (uint64_t)desc.Height > maximum_pixels ||
+            (count > 1 ? frame_cost : area) * count > maximum_pixels) {
+            snprintf(message, message_size,
+                     "the GIF's frames take more than the %llu pixels allowed (%dx%d, frame %u)",
+                     (unsigned long long)maximum_pixels, gif->SWidth, gif->SHeight, out->frame_count + 1);
+            status = CACHALOT_IMAGE_TOO_LARGE;
+            break;
+        }
+        if (desc.ColorMap == NULL && gif->SColorMap == NULL) {
+            snprintf(message, message_size, "a frame of the GIF has no color table");
+            status = CACHALOT_IMAGE_CORRUPT;
+            break;
+        }
+        if (out->frame_count == capacity) {
+            capacity = capacity ? capacity * 2 : 4;
+            cachalot_pixels *frames = realloc(out->frames, capacity * sizeof(cachalot_pixels));
+            if (frames != NULL) {
+                out->frames = frames;
+            }
+            uint32_t *durations = realloc(out->durations, capacity * sizeof(uint32_t));
+            if (durations != NULL) {
+                out->durations = durations;
+            }
+            if (frames == NULL || durations == NULL) {
+                status = failed(D_GIF_ERR_NOT_ENOUGH_MEM, &s, message, message_size);
+                break;
+            }
+        }
+        // The last frame asked for takes the canvas itself; the others, a copy of it.
+        int last = maximum_frames != 0 && out->frame_count + 1 == maximum_frames;
+        uint8_t *pixels = last ? NULL : malloc(area * 4);
+        if (next.disposal == DISPOSE_PREVIOUS && !last && saved == NULL) {
+            saved = malloc(area * 4);
+        }
+        if ((!last && pixels == NULL) || (next.disposal == DISPOSE_PREVIOUS && !last && saved == NULL)) {
+            free(pixels);
+            status = failed(D_GIF_ERR_NOT_ENOUGH_MEM, &s, message, message_size);
+            break;
+        }
+        if (next.disposal == DISPOSE_PREVIOUS && !last) {
+            memcpy(saved, canvas, area * 4);
+        }
+        if (draw_frame(gif, canvas, line, &next) != GIF_OK) {
+            free(pixels);
+            status = failed(gif->Error, &s, message, message_size);
+            break;
+        }
+        if (last) {
+            pixels = canvas;
+            canvas = NULL;
+        } else {
+            memcpy(pixels, canvas, area * 4);
+        }
+        out->frames[out->frame_count] =
+            (cachalot_pixels){pixels, (uint32_t)gif->SWidth, (uint32_t)gif->SHeight, (uint32_t)gif->SWidth * 4, 4};
+        // Browsers show a delay of 0 or 10 ms as 100 ms; so does this.
+        out->durations[out->frame_count] = next.delay <= 1 ? 100 : (uint32_t)next.delay * 10;
+        out->frame_count++;
+        if (last) {
+            break;
+        } else if (next.disposal == DISPOSE_BACKGROUND) {
+            clear_rect(gif, canvas, &desc);
+        } else if (next.disposal == DISPOSE_PREVIOUS) {
+            memcpy(canvas, saved, area * 4);
+        }
+        next = (control){DISPOSAL_UNSPECIFIED, NO_TRANSPARENT_COLOR, 0};
+    }
+    if (status == CACHALOT_IMAGE_OK && out->frame_count == 0) {
+        snprintf(message, message_size, "the GIF has no frames");
+        status = CACHALOT_IMAGE_CORRUPT;
+    }
+    free(canvas);
+    free(saved);
+    free(line);
+    DGifCloseFile(gif, &error);
+    if (status != CACHALOT_IMAGE_OK) {
+        cachalot_animation_free(out);
+    }
+    return status;
+}

@@ -1,0 +1,236 @@
+#include "ImageCodecs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <webp/decode.h>
+#include <webp/demux.h>
+#include <webp/encode.h>
+
+/// The status and message for a libwebp status.
+static cachalot_image_status failed(VP8StatusCode code, char *message, size_t message_size) {
+    switch (code) {
+    case VP8_STATUS_NOT_ENOUGH_DATA:
+        snprintf(message, message_size, "the data ends before the WebP does");
+        return CACHALOT_IMAGE_TRUNCATED;
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+        snprintf(message, message_size, "the WebP uses a feature libwebp does not support");
+        return CACHALOT_IMAGE_UNSUPPORTED;
+    case VP8_STATUS_OUT_OF_MEMORY:
+        snprintf(message, message_size, "out of memory");
+        return CACHALOT_IMAGE_OUT_OF_MEMORY;
+    default:
+        snprintf(message, message_size, "the WebP is damaged (libwebp status %d)", (int)code);
+        return CACHALOT_IMAGE_CORRUPT;
+    }
+}
+
+cachalot_image_status cachalot_webp_size(
+    const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size) {
+    WebPBitstreamFeatures features;
+    VP8StatusCode code = WebPGetFeatures(data, size, &features);
+    if (code != VP8_STATUS_OK) {
+        return failed(code, message, message_size);
+    }
+    *width = (uint32_t)features.width;
+    *height = (uint32_t)features.height;
+    return CACHALOT_IMAGE_OK;
+}
+
+/// Refuses a canvas of `width` × `height` pixels, `frames` times, past `maximum_pixels`.
+static cachalot_image_status check_pixels(
+    uint64_t width, uint64_t height, uint64_t frames, uint64_t maximum_pixels, char *message, size_t message_size) {
+    uint64_t area = width * height;  // each side is under 2^24
+    uint64_t cost = frames > 1 && area < CACHALOT_MINIMUM_FRAME_PIXELS ? CACHALOT_MINIMUM_FRAME_PIXELS : area;
+    if (area > maximum_pixels || (cost != 0 && frames > maximum_pixels / cost)) {
+        snprintf(message, message_size, "the WebP declares %llux%llu pixels in %llu frames, more than the %llu allowed",
+                 (unsigned long long)width, (unsigned long long)height, (unsigned long long)frames,
+                 (unsigned long long)maximum_pixels);
+        return CACHALOT_IMAGE_TOO_LARGE;
+    }
+    return CACHALOT_IMAGE_OK;
+}
+
+cachalot_image_status cachalot_webp_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, unsigned scale_denominator,
+    cachalot_pixels *out, char *message, size_t message_size) {
+    WebPDecoderConfig config;
+    if (!WebPInitDecoderConfig(&config)) {
+        snprintf(message, message_size, "libwebp's version does not match its headers");
+        return CACHALOT_IMAGE_UNSUPPORTED;
+    }
+    VP8StatusCode code = WebPGetFeatures(data, size, &config.input);
+    if (code != VP8_STATUS_OK) {
+        return failed(code, message, message_size);
+    }
+    if (config.input.has_animation) {
+        cachalot_animation animation;
+        cachalot_image_status status =
+            cachalot_webp_decode_animation(data, size, maximum_pixels, 1, &animation, message, message_size);
+        if (status != CACHALOT_IMAGE_OK) {
+            return status;
+        }
+        *out = animation.frames[0];
+        animation.frames[0].pixels = NULL;
+        cachalot_animation_free(&animation);
+        return CACHALOT_IMAGE_OK;
+    }
+    uint32_t width = (uint32_t)config.input.width;
+    uint32_t height = (uint32_t)config.input.height;
+    cachalot_image_status status = check_pixels(width, height, 1, maximum_pixels, message, message_size);
+    if (status != CACHALOT_IMAGE_OK) {
+        return status;
+    }
+    unsigned d = scale_denominator > 1 ? scale_denominator : 1;
+    uint32_t scaled_width = (width + d - 1) / d;
+    uint32_t scaled_height = (height + d - 1) / d;
+    size_t row_bytes = (size_t)scaled_width * 4;
+    uint8_t *pixels = malloc(row_bytes * scaled_height);
+    if (pixels == NULL) {
+        snprintf(message, message_size, "out of memory for %ux%u pixels", scaled_width, scaled_height);
+        return CACHALOT_IMAGE_OUT_OF_MEMORY;
+    }
+    if (d > 1) {
+        config.options.use_scaling = 1;
+        config.options.scaled_width = (int)scaled_width;
+        config.options.scaled_height = (int)scaled_height;
+    }
+    config.output.colorspace = MODE_RGBA;
+    config.output.is_external_memory = 1;
+    config.output.u.RGBA.rgba = pixels;
+    config.output.u.RGBA.stride = (int)row_bytes;
+    config.output.u.RGBA.size = row_bytes * scaled_height;
+    code = WebPDecode(data, size, &config);
+    WebPFreeDecBuffer(&config.output);
+    if (code != VP8_STATUS_OK) {
+        free(pixels);
+        return failed(code, message, message_size);
+    }
+    out->pixels = pixels;
+    out->width = scaled_width;
+    out->height = scaled_height;
+    out->bytes_per_row = (uint32_t)row_bytes;
+    out->channels = 4;
+    return CACHALOT_IMAGE_OK;
+}
+
+cachalot_image_status cachalot_webp_decode_animation(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+    cachalot_animation *out, char *message, size_t message_size) {
+    memset(out, 0, sizeof *out);
+    // The canvas is checked before WebPAnimDecoderNew allocates one of its size.
+    WebPBitstreamFeatures features;
+    VP8StatusCode code = WebPGetFeatures(data, size, &features);
+    if (code != VP8_STATUS_OK) {
+        return failed(code, message, message_size);
+    }
+    cachalot_image_status status =
+        check_pixels((uint64_t)features.width, (uint64_t)features.height, 1, maximum_pixels, message, message_size);
+    if (status != CACHALOT_IMAGE_OK) {
+        return status;
+    }
+    WebPAnimDecoderOptions options;
+    if (!WebPAnimDecoderOptionsInit(&options)) {
+        snprintf(message, message_size, "libwebp's version does not match its headers");
+        return CACHALOT_IMAGE_UNSUPPORTED;
+    }
+    options.color_mode = MODE_RGBA;
+    options.use_threads = 0;
+    WebPData input = {data, size};
+    WebPAnimDecoder *decoder = WebPAnimDecoderNew(&input, &options);
+    if (decoder == NULL) {
+        // The demuxer refuses a file whose chunks end early, as it refuses a damaged one.
+        WebPDemuxState state;
+        WebPDemuxer *demuxer = WebPDemuxPartial(&input, &state);
+        WebPDemuxDelete(demuxer);
+        return failed(state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER
+                          ? VP8_STATUS_NOT_ENOUGH_DATA
+                          : VP8_STATUS_BITSTREAM_ERROR,
+                      message, message_size);
+    }
+    WebPAnimInfo info;
+    if (!WebPAnimDecoderGetInfo(decoder, &info) || info.frame_count == 0) {
+        WebPAnimDecoderDelete(decoder);
+        return failed(VP8_STATUS_BITSTREAM_ERROR, message, message_size);
+    }
+    uint32_t count = maximum_frames != 0 && maximum_frames < info.frame_count ? maximum_frames : info.frame_count;
+    status = check_pixels(info.canvas_width, info.canvas_height, count, maximum_pixels, message, message_size);
+    if (status != CACHALOT_IMAGE_OK) {
+        WebPAnimDecoderDelete(decoder);
+        return status;
+    }
+    out->frames = calloc(count, sizeof(cachalot_pixels));
+    out->durations = calloc(count, sizeof(uint32_t));
+    out->loop_count = info.loop_count;
+    size_t row_bytes = (size_t)info.canvas_width * 4;
+    int previous = 0;
+    while (out->frame_count < count) {
+        uint8_t *canvas;
+        int timestamp;
+        if (out->frames == NULL || out->durations == NULL) {
+            status = failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+            break;
+        }
+        if (!WebPAnimDecoderHasMoreFrames(decoder) || !WebPAnimDecoderGetNext(decoder, &canvas, &timestamp)) {
+            status = failed(VP8_STATUS_BITSTREAM_ERROR, message, message_size);
+            break;
+        }
+        uint8_t *pixels = malloc(row_bytes * info.canvas_height);
+        if (pixels == NULL) {
+            status = failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+            break;
+        }
+        memcpy(pixels, canvas, row_bytes * info.canvas_height);
+        out->frames[out->frame_count] = (cachalot_pixels){pixels, info.canvas_width, info.canvas_height,
+                                                          (uint32_t)row_bytes, 4};
+        out->durations[out->frame_count] = timestamp > previous ? (uint32_t)(timestamp - previous) : 0;
+        previous = timestamp;
+        out->frame_count++;
+    }
+    WebPAnimDecoderDelete(decoder);
+    if (status != CACHALOT_IMAGE_OK) {
+        cachalot_animation_free(out);
+    }
+    return status;
+}
+
+cachalot_image_status cachalot_webp_encode(
+    const cachalot_pixels *image, int quality, int lossless, uint8_t **out, size_t *out_size, char *message,
+    size_t message_size) {
+    uint8_t *rgba = cachalot_rgba_copy(image);
+    if (rgba == NULL) {
+        return failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+    }
+    cachalot_pixels packed = {rgba, image->width, image->height, image->width * 4, 4};
+    int stride = (int)packed.bytes_per_row;
+    uint8_t *encoded = NULL;
+    size_t size;
+    if (cachalot_has_alpha(&packed)) {
+        size = lossless ? WebPEncodeLosslessRGBA(rgba, (int)image->width, (int)image->height, stride, &encoded)
+                        : WebPEncodeRGBA(rgba, (int)image->width, (int)image->height, stride, (float)quality, &encoded);
+    } else {
+        // Without alpha, as RGB: the alpha plane costs bytes even when it is all opaque.
+        for (size_t i = 0; i < (size_t)image->width * image->height; i++) {
+            memmove(rgba + 3 * (size_t)i, rgba + 4 * (size_t)i, 3);
+        }
+        stride = (int)image->width * 3;
+        size = lossless ? WebPEncodeLosslessRGB(rgba, (int)image->width, (int)image->height, stride, &encoded)
+                        : WebPEncodeRGB(rgba, (int)image->width, (int)image->height, stride, (float)quality, &encoded);
+    }
+    free(rgba);
+    if (size == 0 || encoded == NULL) {
+        WebPFree(encoded);
+        snprintf(message, message_size, "libwebp could not encode %ux%u pixels", image->width, image->height);
+        return CACHALOT_IMAGE_UNSUPPORTED;
+    }
+    *out = malloc(size);
+    if (*out == NULL) {
+        WebPFree(encoded);
+        return failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+    }
+    memcpy(*out, encoded, size);
+    *out_size = size;
+    WebPFree(encoded);
+    return CACHALOT_IMAGE_OK;
+}

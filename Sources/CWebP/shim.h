@@ -1,0 +1,3 @@
+#include <webp/decode.h>
+#include <webp/demux.h>
+#include <webp/encode.h>

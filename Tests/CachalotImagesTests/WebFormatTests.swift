@@ -1,0 +1,262 @@
+import Foundation
+import Testing
+
+@testable import CachalotImages
+
+@Suite("Decoding and encoding WebP, AVIF and GIF")
+struct WebFormatTests {
+    let decoder = ImageDecoder()
+
+    static let red: [UInt8] = [255, 0, 0, 255]
+    static let green: [UInt8] = [0, 255, 0, 255]
+    static let blue: [UInt8] = [0, 0, 255, 255]
+    static let black: [UInt8] = [0, 0, 0, 255]
+    static let clear: [UInt8] = [0, 0, 0, 0]
+
+    @Test("formats are told by their first bytes: GIF, WebP, AVIF by its ftyp brands, not HEIC or a WAVE")
+    func sniffing() throws {
+        for (name, format) in [
+            ("blocks.webp", ImageFormat.webp), ("animated.webp", .webp), ("blocks.avif", .avif),
+            ("animated.gif", .gif), ("baseline.jpg", .jpeg), ("palette.png", .png),
+        ] {
+            #expect(ImageFormat(sniffing: try Images.fixture(name)) == format, "\(name)")
+        }
+        let box = { (brands: String) -> Data in
+            let body = Array("ftyp".utf8) + Array(brands.utf8)
+            return Data([0, 0, 0, UInt8(body.count + 4)] + body)
+        }
+        #expect(ImageFormat(sniffing: box("avif\0\0\0\0")) == .avif)
+        #expect(ImageFormat(sniffing: box("mif1\0\0\0\0mif1avis")) == .avif)
+        #expect(ImageFormat(sniffing: box("heic\0\0\0\0mif1heic")) == nil)
+        // A brand past the box's own size does not count.
+        #expect(ImageFormat(sniffing: box("mif1\0\0\0\0") + Data("avif".utf8)) == nil)
+        #expect(ImageFormat(sniffing: Data("RIFF\0\0\0\0WAVEfmt ".utf8)) == nil)
+        #expect(ImageFormat(sniffing: Data("GIF88a".utf8)) == nil)
+        #expect(ImageFormat.jpeg.mediaType == "image/jpeg" && ImageFormat.avif.fileExtension == "avif")
+    }
+
+    @Test("a lossy WebP decodes to its colors, a lossless one with alpha to its exact pixels")
+    func webp() throws {
+        let lossy = try self.decoder.decode(Images.fixture("blocks.webp"))
+        #expect(lossy.width == 32 && lossy.height == 24 && lossy.format == .rgba8)
+        for by in 0..<3 {
+            for bx in 0..<4 {
+                #expect(Images.close(lossy.pixel(x: bx * 8 + 4, y: by * 8 + 4), Images.block(bx, by) + [255], 8))
+            }
+        }
+        let lossless = try self.decoder.decode(Images.fixture("pattern-alpha.webp"))
+        #expect(lossless.width == 8 && lossless.height == 6)
+        for y in 0..<6 {
+            for x in 0..<8 {
+                #expect(lossless.pixel(x: x, y: y) == (0..<4).map { Images.value(x, y, $0) }, "(\(x), \(y))")
+            }
+        }
+        #expect(try self.decoder.size(of: Images.fixture("blocks.webp")) == (32, 24))
+    }
+
+    @Test("a still WebP is scaled as it is decoded, never below the scale asked for")
+    func scaledWebP() throws {
+        let webp = try ImageEncoder.webp(Images.photo(width: 801, height: 600))
+        #expect(try self.decoder.size(of: webp) == (801, 600))
+        for (scale, width, height) in [(1.0, 801, 600), (0.5, 401, 300), (0.2, 201, 150), (0.1, 101, 75)] {
+            let bitmap = try self.decoder.decode(webp, scale: scale)
+            #expect(bitmap.width == width && bitmap.height == height, "scale \(scale)")
+        }
+    }
+
+    @Test("an AVIF decodes to its colors")
+    func avif() throws {
+        let avif = try Images.fixture("blocks.avif")
+        #expect(try self.decoder.size(of: avif) == (32, 24))
+        let bitmap = try self.decoder.decode(avif)
+        #expect(bitmap.width == 32 && bitmap.height == 24 && bitmap.format == .rgba8)
+        for by in 0..<3 {
+            for bx in 0..<4 {
+                #expect(Images.close(bitmap.pixel(x: bx * 8 + 4, y: by * 8 + 4), Images.block(bx, by) + [255], 10))
+            }
+        }
+    }
+
+    @Test("an interlaced GIF decodes to its palette's colors, its transparent index clear")
+    func stillGIF() throws {
+        let bitmap = try self.decoder.decode(Images.fixture("still-interlaced.gif"))
+        #expect(bitmap.width == 8 && bitmap.height == 6 && bitmap.format == .rgba8)
+        #expect(try self.decoder.size(of: Images.fixture("still-interlaced.gif")) == (8, 6))
+        for y in 0..<6 {
+            for x in 0..<8 {
+                #expect(bitmap.pixel(x: x, y: y) == [Self.red, Self.green, Self.blue, Self.clear][(x + y) % 4])
+            }
+        }
+    }
+
+    @Test("an animated GIF's frames are composited as browsers show them: disposal, transparency, delays, loops")
+    func animatedGIF() throws {
+        let data = try Images.fixture("animated.gif")
+        let animation = try self.decoder.decodeAnimation(data)
+        #expect(
+            animation.frames.map(\.duration) == [
+                .milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(300),
+            ]
+        )
+        #expect(animation.loopCount == 0 && animation.duration == .milliseconds(650))
+        #expect(animation.cost == 4 * 4 * 4 * 4)
+        // (x, y) → color, for each frame: see make-fixtures.py.
+        let hole = { (x: Int, y: Int) in (1...2).contains(x) && (1...2).contains(y) }
+        let expected: [(Int, Int) -> [UInt8]] = [
+            { _, _ in Self.red },
+            { x, y in hole(x, y) ? Self.green : Self.red },
+            // The blue frame's pixel in the hole is its transparent index: the hole shows through.
+            { x, y in hole(x, y) ? Self.clear : x >= 2 && y >= 2 ? Self.blue : Self.red },
+            { x, y in x == 0 && y == 0 ? Self.black : hole(x, y) ? Self.clear : Self.red },
+        ]
+        for (index, frame) in animation.frames.enumerated() {
+            #expect(frame.bitmap.width == 4 && frame.bitmap.height == 4)
+            for y in 0..<4 {
+                for x in 0..<4 {
+                    #expect(frame.bitmap.pixel(x: x, y: y) == expected[index](x, y), "frame \(index) at (\(x), \(y))")
+                }
+            }
+        }
+        // A still decode is the first frame.
+        #expect(try self.decoder.decode(data) == animation.frames[0].bitmap)
+    }
+
+    @Test("an animated WebP's frames and durations, and its first frame as a still")
+    func animatedWebP() throws {
+        let data = try Images.fixture("animated.webp")
+        let animation = try self.decoder.decodeAnimation(data)
+        #expect(animation.frames.map(\.duration) == [.milliseconds(50), .milliseconds(100), .milliseconds(200)])
+        #expect(animation.loopCount == 2)
+        for (index, frame) in animation.frames.enumerated() {
+            for y in 0..<6 {
+                for x in 0..<8 {
+                    let color = (0..<3).map { UInt8((Int(Images.value(x, y, $0)) + 40 * index) % 256) } + [255]
+                    #expect(frame.bitmap.pixel(x: x, y: y) == color, "frame \(index) at (\(x), \(y))")
+                }
+            }
+        }
+        #expect(try self.decoder.decode(data) == animation.frames[0].bitmap)
+        #expect(try self.decoder.size(of: data) == (8, 6))
+        // A still image is an animation of one frame.
+        let still = try self.decoder.decodeAnimation(Images.fixture("blocks.avif"))
+        #expect(still.frames.count == 1 && still.frames[0].duration == .zero)
+    }
+
+    @Test("canvases, frames and frame counts past the pixel limit are refused before they are allocated")
+    func bombs() throws {
+        // A GIF whose canvas says 65535 × 65535.
+        var gif = try Images.fixture("still-interlaced.gif")
+        gif.replaceSubrange(6..<10, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(try self.decoder.size(of: gif) == (65535, 65535))
+        #expect { _ = try self.decoder.decode(gif) } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        // An animated WebP whose canvas says 16384 × 16384 (VP8X: width and height less one, 24 bits each).
+        var webp = try Images.fixture("animated.webp")
+        let vp8x = try #require(webp.firstRange(of: Data("VP8X".utf8))).lowerBound
+        webp.replaceSubrange(vp8x + 12..<vp8x + 18, with: [0xFF, 0x3F, 0, 0xFF, 0x3F, 0])
+        #expect { _ = try self.decoder.decodeAnimation(webp) } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        #expect { _ = try self.decoder.decode(webp) } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        // Frames count against the limit together, each at least 256 pixels: the first frame
+        // fits in 700, three frames do not.
+        let small = ImageDecoder(maximumPixelCount: 700)
+        for name in ["animated.gif", "animated.webp"] {
+            let data = try Images.fixture(name)
+            #expect(try small.decode(data).width > 0)
+            #expect { _ = try small.decodeAnimation(data) } throws: { error in
+                (error as? ImageError)?.code == .tooLarge && (error as? ImageError)?.message.contains("700") == true
+            }
+        }
+        let tiny = ImageDecoder(maximumPixelCount: 32 * 24 - 1)
+        #expect { _ = try tiny.decode(Images.fixture("blocks.avif")) } throws: {
+            ($0 as? ImageError)?.code == .tooLarge
+        }
+        #expect { _ = try tiny.decode(Images.fixture("blocks.webp")) } throws: {
+            ($0 as? ImageError)?.code == .tooLarge
+        }
+    }
+
+    @Test("a file cut anywhere is a clear error, never a crash; cut in half, a truncation")
+    func truncated() throws {
+        for name in [
+            "blocks.webp", "pattern-alpha.webp", "animated.webp", "blocks.avif", "still-interlaced.gif", "animated.gif",
+        ] {
+            let data = try Images.fixture(name)
+            let whole = try self.decoder.decodeAnimation(data).frames
+            for length in 0..<data.count {
+                let cut = data.prefix(length)
+                do {
+                    let frames = try self.decoder.decodeAnimation(cut).frames
+                    // Only a GIF may end early, after a whole frame: it has the frames before.
+                    #expect(
+                        name.hasSuffix(".gif") && frames == Array(whole.prefix(frames.count)),
+                        "\(name) at \(length)"
+                    )
+                } catch {
+                    #expect(!error.message.isEmpty)
+                }
+                _ = try? self.decoder.decode(cut)
+            }
+            #expect(throws: ImageError.self) { _ = try self.decoder.decode(data.prefix(data.count / 2)) }
+            if !name.hasSuffix(".avif") {
+                #expect { _ = try self.decoder.decode(data.prefix(data.count / 2)) } throws: {
+                    ($0 as? ImageError)?.code == .truncated
+                }
+            }
+        }
+    }
+
+    @Test("a file with any one byte damaged decodes or is a clear error, never a crash")
+    func damaged() throws {
+        for name in [
+            "blocks.webp", "pattern-alpha.webp", "animated.webp", "blocks.avif", "still-interlaced.gif", "animated.gif",
+        ] {
+            let data = try Images.fixture(name)
+            for offset in 0..<data.count {
+                var damaged = data
+                damaged[offset] ^= 0xA5
+                _ = try? self.decoder.decode(damaged)
+                _ = try? self.decoder.decodeAnimation(damaged)
+            }
+        }
+        // LZW codes past the table are damage, said as such.
+        var gif = try Images.fixture("still-interlaced.gif")
+        let image = try #require(gif.lastIndex(of: 0x2C))
+        gif.replaceSubrange(image + 11..<image + 13, with: [0x02, 0xFF])
+        #expect { _ = try self.decoder.decode(gif) } throws: { ($0 as? ImageError)?.code == .corrupt }
+    }
+
+    @Test("WebP and AVIF encodings decode back: lossless WebP exactly, lossy within their error, alpha kept")
+    func roundTrips() throws {
+        let photo = Images.photo(width: 64, height: 48)
+        // No pixel fully transparent: lossless WebP may change the colors of those.
+        let translucent = Images.bitmap(width: 16, height: 8) { x, y in
+            [UInt8(x * 16), UInt8(y * 30), 90, UInt8(x * 8 + y + 1)]
+        }
+        #expect(try self.decoder.decode(ImageEncoder.webp(translucent, lossless: true)) == translucent)
+        let gray = Images.bitmap(width: 20, height: 10, format: .gray8) { x, y in [UInt8(x * 12 + y)] }
+        let grayRGBA = Images.bitmap(width: 20, height: 10) { x, y in
+            [UInt8(x * 12 + y), UInt8(x * 12 + y), UInt8(x * 12 + y), 255]
+        }
+        #expect(try self.decoder.decode(ImageEncoder.webp(gray, lossless: true)) == grayRGBA)
+        let flat = Images.bitmap(width: 16, height: 16) { _, _ in [200, 100, 50, 255] }
+        for encoding in [ImageEncoding.webp(quality: 90), .avif(quality: 90), .jpeg(quality: 95), .png] {
+            let data = try ImageEncoder.encode(flat, as: encoding)
+            #expect(ImageFormat(sniffing: data) == encoding.format)
+            #expect(
+                Images.close(try self.decoder.decode(data).pixel(x: 7, y: 7), [200, 100, 50, 255], 4),
+                "\(encoding)"
+            )
+            let decoded = try self.decoder.decode(ImageEncoder.encode(photo, as: encoding))
+            #expect(decoded.width == 64 && decoded.height == 48)
+        }
+        // Alpha survives lossy WebP and AVIF (AVIF's alpha plane is lossless).
+        let avif = try self.decoder.decode(ImageEncoder.avif(translucent, quality: 80))
+        #expect(avif.hasTransparency && avif.pixel(x: 5, y: 3)[3] == translucent.pixel(x: 5, y: 3)[3])
+        #expect(try self.decoder.decode(ImageEncoder.webp(translucent)).hasTransparency)
+        #expect(ImageEncoding(.gif) == nil)
+        #expect(ImageEncoding.webp().description == "webp:80" && ImageEncoding.png.description == "png")
+    }
+}
+
+extension Error {
+    fileprivate var message: String { (self as? ImageError)?.message ?? "" }
+}
