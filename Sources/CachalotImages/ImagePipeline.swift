@@ -16,10 +16,14 @@ import Synchronization
 /// - Memory holds bitmaps by their real cost, `bytesPerRow × height`: the original under its
 ///   URL, a variant under its ``key(for:processors:)``.
 /// - The original's bytes are kept by the loader, by HTTP's rules (a `no-store` image is not).
-/// - A variant's bytes are kept in `variants`, encoded as PNG if the source was PNG or the
-///   variant has transparency, else as JPEG at ``Configuration/jpegQuality``. A variant lasts
-///   as long as its original was fresh when it was made; after that, the original is loaded
-///   again through the loader (which revalidates it) and the variant is made again.
+/// - A variant's bytes are kept in `variants`, in ``Configuration/variantEncoding``; by default
+///   as PNG if the source was PNG or the variant has transparency, else as JPEG at
+///   ``Configuration/jpegQuality``. A variant lasts as long as its original was fresh when it
+///   was made; after that, the original is loaded again through the loader (which revalidates
+///   it) and the variant is made again.
+/// - ``encodedImage(for:processors:encoding:priority:)`` hands out a variant's bytes in a
+///   format asked for (a server's or a command's output), kept in `variants` under a key of
+///   their own.
 ///
 /// Identical requests in flight share one load, decode and processing; each caller may cancel
 /// on its own, and the work stops when the last caller goes. Decoding and processing run on the
@@ -34,28 +38,40 @@ public final class ImagePipeline: Sendable {
         public var maximumConcurrentDecodes: Int
         /// The decoder, with its limit on declared pixels.
         public var decoder: ImageDecoder
-        /// The quality of JPEG variants (1 to 100). Default: 90.
+        /// The quality of JPEG variants (1 to 100) when ``variantEncoding`` is `nil`. Default: 90.
         public var jpegQuality: Int
+        /// How variants are kept in `variants`, such as `.webp()`, smaller than JPEG for the same
+        /// look. Default: `nil`, PNG if the source was PNG or the variant has transparency, else
+        /// JPEG at ``jpegQuality``.
+        public var variantEncoding: ImageEncoding?
+        /// The most bytes an original may have; a larger one is an ``ImageError`` with code
+        /// `tooLarge`, before it is decoded. Default: `nil`, no limit but the loader's.
+        public var maximumSourceSize: Int?
 
         public init(
             memoryCostLimit: Int? = nil,
             maximumConcurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
             decoder: ImageDecoder = ImageDecoder(),
-            jpegQuality: Int = 90
+            jpegQuality: Int = 90,
+            variantEncoding: ImageEncoding? = nil,
+            maximumSourceSize: Int? = nil
         ) {
             self.memoryCostLimit = memoryCostLimit
             self.maximumConcurrentDecodes = maximumConcurrentDecodes
             self.decoder = decoder
             self.jpegQuality = jpegQuality
+            self.variantEncoding = variantEncoding
+            self.maximumSourceSize = maximumSourceSize
         }
     }
 
     public let configuration: Configuration
     /// The decoded bitmaps.
     public let memory: MemoryCache<String, Bitmap>
-    private let loader: ResourceLoader
-    private let variants: (any DataCaching)?
+    let loader: ResourceLoader
+    let variants: (any DataCaching)?
     private let flights: Coalescer<Bitmap>
+    private let encodedFlights: Coalescer<EncodedImage>
     private let decoding: HostLimiter
     private let tickets = Atomic<Int>(0)
     /// Runs, and variants being written.
@@ -86,6 +102,7 @@ public final class ImagePipeline: Sendable {
         let pending = PendingWork()
         self.pending = pending
         self.flights = Coalescer(counting: pending)
+        self.encodedFlights = Coalescer(counting: pending)
         self.now = now
     }
 
@@ -122,7 +139,36 @@ public final class ImagePipeline: Sendable {
         await self.loader.waitForBackgroundWork()
     }
 
-    /// What one flight does: the variant from disk, else the original loaded and processed.
+    /// The variant `processors` make of `url`, encoded as `encoding`: from `variants` if it is
+    /// stored there and fresh, else made from the original and stored.
+    ///
+    /// Unlike ``image(for:processors:priority:)``, it keeps no bitmap in memory: what it hands out
+    /// is bytes, to send or to write.
+    ///
+    /// - Throws: as ``image(for:processors:priority:)``.
+    public func encodedImage(
+        for url: URL,
+        processors: [any ImageProcessing] = [],
+        encoding: ImageEncoding,
+        priority: ResourceLoader.Priority = .normal
+    ) async throws -> EncodedImage {
+        let key = Self.key(for: url, processors: processors) + "@" + encoding.description
+        if let stored = self.storedVariant(key), let format = ImageFormat(sniffing: stored.data) {
+            return EncodedImage(data: stored.data, format: format, expires: stored.expiry, source: .stored)
+        }
+        return try await self.encodedFlights.run(key, priority: priority.rawValue, progress: nil) { run in
+            let resource = try await self.original(url, priority: priority)
+            let expiry = self.expiry(of: resource, url: url)
+            let data = try await self.decoded {
+                try ImageEncoder.encode(self.process(resource.body, processors), as: encoding)
+            }
+            self.store(key, expiry: expiry, after: run) { data }
+            return EncodedImage(data: data, format: encoding.format, expires: expiry, source: .made)
+        }
+    }
+
+    /// What one flight of ``image(for:processors:priority:)`` does: the variant from disk, else
+    /// the original loaded and processed.
     private func make(
         _ key: String,
         url: URL,
@@ -130,36 +176,57 @@ public final class ImagePipeline: Sendable {
         priority: ResourceLoader.Priority,
         run: Coalescer<Bitmap>.Run
     ) async throws -> Bitmap {
-        if !processors.isEmpty, let bytes = self.storedVariant(key) {
-            let bitmap = try await self.decoded { try self.configuration.decoder.decode(bytes) }
+        if !processors.isEmpty, let stored = self.storedVariant(key) {
+            let bitmap = try await self.decoded { try self.configuration.decoder.decode(stored.data) }
             try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
             return bitmap
         }
+        let resource = try await self.original(url, priority: priority)
+        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
+        try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
+        if !processors.isEmpty {
+            let expiry = self.expiry(of: resource, url: url)
+            let encoding =
+                self.configuration.variantEncoding
+                ?? (ImageFormat(sniffing: resource.body) == .png || bitmap.hasTransparency
+                    ? .png : .jpeg(quality: self.configuration.jpegQuality))
+            // Encoded and written once the callers have the bitmap.
+            self.store(key, expiry: expiry, after: run) { try? ImageEncoder.encode(bitmap, as: encoding) }
+        }
+        return bitmap
+    }
+
+    /// The original's answer from the loader, if it is a success within the size limit.
+    private func original(_ url: URL, priority: ResourceLoader.Priority) async throws -> Resource {
         let resource = try await self.loader.load(url, priority: priority)
         let status = resource.response.status.code
         guard (200..<300).contains(status) else {
             throw ImageError(.status(status), "the server answered \(status) for \(url.absoluteString)")
         }
-        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
-        try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
-        if !processors.isEmpty, let variants = self.variants {
-            // Encoded and written once the callers have the bitmap.
-            let expiry = self.expiry(of: resource, url: url)
-            let isPNG = ImageFormat(sniffing: resource.body) == .png
-            let quality = self.configuration.jpegQuality
-            self.pending.begin()
-            run.afterAnswering.add { [pending] in
-                defer { pending.end() }
-                guard let bytes = try? Self.encoded(bitmap, asPNG: isPNG, quality: quality) else { return }
-                try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
-            }
+        if let limit = self.configuration.maximumSourceSize, resource.body.count > limit {
+            throw ImageError(
+                .tooLarge,
+                "\(url.absoluteString) has \(resource.body.count) bytes, more than the \(limit) allowed"
+            )
         }
-        return bitmap
+        return resource
     }
 
-    /// A variant's bytes: PNG if its source was PNG or it has transparency, else JPEG.
-    private static func encoded(_ bitmap: Bitmap, asPNG isPNG: Bool, quality: Int) throws(ImageError) -> Data {
-        isPNG || bitmap.hasTransparency ? try ImageEncoder.png(bitmap) : try ImageEncoder.jpeg(bitmap, quality: quality)
+    /// Writes the bytes `encode` makes to `variants` under `key`, once `run`'s callers have
+    /// their answer.
+    private func store<Value>(
+        _ key: String,
+        expiry: Date,
+        after run: Coalescer<Value>.Run,
+        _ encode: @escaping @Sendable () -> Data?
+    ) {
+        guard let variants = self.variants else { return }
+        self.pending.begin()
+        run.afterAnswering.add { [pending] in
+            defer { pending.end() }
+            guard let bytes = encode() else { return }
+            try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
+        }
     }
 
     /// Decodes `body`, at the smallest size the first processor allows, and processes it.
@@ -179,7 +246,7 @@ public final class ImagePipeline: Sendable {
     }
 
     /// Runs CPU work when a decoding slot is free, unless the flight was cancelled meanwhile.
-    private func decoded(_ work: () throws -> Bitmap) async throws -> Bitmap {
+    private func decoded<Value>(_ work: () throws -> Value) async throws -> Value {
         let ticket = self.tickets.wrappingAdd(1, ordering: .relaxed).newValue
         try await self.decoding.acquire("decoding", ticket: ticket, priority: 0)
         defer { self.decoding.release("decoding") }
@@ -189,12 +256,12 @@ public final class ImagePipeline: Sendable {
 
     // MARK: - Variants on disk
 
-    /// The bytes of the stored variant for `key`, if it has not expired.
-    private func storedVariant(_ key: String) -> Data? {
+    /// The bytes of the stored variant for `key` and when it expires, if it has not.
+    private func storedVariant(_ key: String) -> (data: Data, expiry: Date)? {
         guard let entry = try? self.variants?.entry(forKey: key),
             let expiry = Self.expiry(in: entry.metadata), self.now() < expiry
         else { return nil }
-        return entry.data
+        return (entry.data, expiry)
     }
 
     /// When a variant made now from `resource` expires: when the original stops being fresh.

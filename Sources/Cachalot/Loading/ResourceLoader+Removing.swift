@@ -43,6 +43,34 @@ extension ResourceLoader {
         try await self.removeResponses { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
     }
 
+    /// Removes every stored response received before `date` (a revalidated one counts from its
+    /// last 304), from every tier.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
+    /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
+    @discardableResult
+    public func removeResponses(storedBefore date: Date) async throws(CacheError) -> Int {
+        try await self.removeResponses { _, stored in stored().map { $0.responseTime < date } ?? false }
+    }
+
+    /// Removes every stored response, from every tier.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
+    @discardableResult
+    public func removeAllResponses() async throws(CacheError) -> Int {
+        try await self.removeResponses { _, _ in true }
+    }
+
+    /// The bytes the disk tier holds, if it is a ``DiskCache`` (`nil` for another kind, 0 for none).
+    public var diskSize: Int? {
+        get throws(CacheError) {
+            guard let disk = self.store.disk else { return 0 }
+            return try (disk as? DiskCache)?.totalSize
+        }
+    }
+
     /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
     /// response (`nil` for a list of variants), in every tier, once the writes queued before
     /// are made.

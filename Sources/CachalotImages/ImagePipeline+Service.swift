@@ -1,0 +1,124 @@
+import Cachalot
+import Foundation
+
+/// What an app's image service asks of the pipeline besides ``ImagePipeline/image(for:processors:priority:)``:
+/// an answer from memory for a cell that must not wait, prefetching, and the disk's upkeep.
+extension ImagePipeline {
+    /// The image at `url` processed by `processors`, if memory holds it; never waits, never
+    /// reads the disk. For a list cell that must draw now, and ask
+    /// ``image(for:processors:priority:)`` when this is `nil`.
+    public func cachedImage(for url: URL, processors: [any ImageProcessing] = []) -> Bitmap? {
+        self.memory.value(forKey: Self.key(for: url, processors: processors))
+    }
+
+    /// Loads `urls` ahead of need at `priority`: their bytes into the loader's caches and, if
+    /// `decoding`, their images, processed by `processors`, into memory and their variants to
+    /// disk, so that a later ``image(for:processors:priority:)`` with the same processors is a
+    /// memory hit.
+    ///
+    /// ```swift
+    /// let prefetch = pipeline.prefetch(upcoming, processors: [Thumbnail(maximumPixelSize: 256)])
+    /// prefetch.cancel()  // the list went away
+    /// ```
+    ///
+    /// - Returns: A handle to cancel the prefetch or wait for it. Keep it: releasing it cancels
+    ///   what has not finished.
+    public func prefetch(
+        _ urls: [URL],
+        processors: [any ImageProcessing] = [],
+        decoding: Bool = true,
+        priority: ResourceLoader.Priority = .low
+    ) -> ImagePrefetch {
+        ImagePrefetch(urls: urls) { url in
+            if decoding {
+                _ = try await self.image(for: url, processors: processors, priority: priority)
+            } else {
+                _ = try await self.loader.load(url, priority: priority)
+            }
+        }
+    }
+
+    /// Removes from disk the originals received before `date` and the variants made before it.
+    /// Memory, bounded on its own, keeps its bitmaps; ``clearAll()`` empties it too.
+    ///
+    /// - Returns: How many entries were removed, originals and variants.
+    /// - Throws: ``CacheError`` if a disk could not be read or changed, or `variants` is not a
+    ///   ``DiskCache``, which alone knows when its entries were made.
+    @discardableResult
+    public func purge(olderThan date: Date) async throws(CacheError) -> Int {
+        var removed = 0
+        if let variants = self.variants {
+            guard let disk = variants as? DiskCache else {
+                throw CacheError(
+                    .invalidConfiguration,
+                    "Purging by age needs variants in a DiskCache; nothing was removed."
+                )
+            }
+            removed += try disk.removeEntries(createdBefore: date)
+        }
+        return removed + (try await self.loader.removeResponses(storedBefore: date))
+    }
+
+    /// Removes every bitmap from memory, every variant, and every response the loader stored.
+    public func clearAll() async throws(CacheError) {
+        self.memory.removeAll()
+        try self.variants?.removeAll()
+        try await self.loader.removeAllResponses()
+    }
+
+    /// The bytes on disk of originals (the loader's disk tier) and variants together; `nil` if
+    /// either is kept in something other than a ``DiskCache``.
+    public var diskSize: Int? {
+        get throws(CacheError) {
+            let variants: Int? =
+                if let variants = self.variants { try (variants as? DiskCache)?.totalSize } else { 0 }
+            guard let variants, let originals = try self.loader.diskSize else { return nil }
+            return variants + originals
+        }
+    }
+}
+
+/// Images a ``ImagePipeline/prefetch(_:processors:decoding:priority:)`` loads: each can be
+/// cancelled, and all waited for.
+public final class ImagePrefetch: Sendable {
+    private let tasks: [URL: Task<Bool, Never>]
+
+    init(urls: [URL], load: @escaping @Sendable (URL) async throws -> Void) {
+        var tasks: [URL: Task<Bool, Never>] = [:]
+        for url in urls where tasks[url] == nil {
+            tasks[url] = Task(priority: .utility) {
+                do {
+                    try await load(url)
+                    return true
+                } catch {
+                    return false
+                }
+            }
+        }
+        self.tasks = tasks
+    }
+
+    deinit {
+        self.cancel()
+    }
+
+    /// Cancels every load that has not finished.
+    public func cancel() {
+        for task in self.tasks.values { task.cancel() }
+    }
+
+    /// Cancels the load of `url`, if it has not finished.
+    public func cancel(_ url: URL) {
+        self.tasks[url]?.cancel()
+    }
+
+    /// Waits until every load has finished or been cancelled.
+    ///
+    /// - Returns: How many images were loaded (a cancelled or failed one is not).
+    @discardableResult
+    public func wait() async -> Int {
+        var loaded = 0
+        for task in self.tasks.values where await task.value { loaded += 1 }
+        return loaded
+    }
+}
