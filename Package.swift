@@ -108,6 +108,7 @@ let package = Package(
             dependencies: [
                 "Cachalot",
                 "CachalotAsyncHTTPClient",
+                "CachalotImages",
                 "CachalotPostgres",
                 "CachalotServer",
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -229,6 +230,7 @@ let package = Package(
                 "CachalotURLSession",
                 "CachalotTestOrigin",
                 "CachalotCLI",
+                "CachalotImages",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -10,6 +10,8 @@ struct Failure: Error, CustomStringConvertible {
         case httpError = 2
         case network = 3
         case notCached = 4
+        /// The answer is not an image the tool can decode (`cachalot image`).
+        case notAnImage = 5
         /// Standard output's reader went away: 128 + SIGPIPE, as a shell reports a process that
         /// SIGPIPE ended. Said with no message.
         case closedOutput = 141
