@@ -23,10 +23,15 @@ struct Serve: AsyncParsableCommand {
 
             Every option can also come from the environment: CACHALOT_ORIGIN, CACHALOT_LISTEN, \
             CACHALOT_ADMIN, CACHALOT_ADMIN_TOKEN, CACHALOT_MEMORY, CACHALOT_TRUSTED_PROXIES \
-            (comma-separated), CACHALOT_DIR and CACHALOT_MAX_SIZE; an option given on the \
-            command line wins. Each request is logged on standard error. SIGTERM or SIGINT stops \
+            (comma-separated), CACHALOT_DIR, CACHALOT_MAX_SIZE and CACHALOT_IMAGE_KEY; an option given \
+            on the command line wins. Each request is logged on standard error. SIGTERM or SIGINT stops \
             accepting, lets requests in flight finish, writes what is pending to disk, and exits 0. \
             See docs/serve.md.
+
+            With --images, paths under /_image/ are resized images of the origin's, in the format \
+            the client takes best: /_image/<signature>/<options>/<path on the origin>, such as \
+            /_image/<signature>/w256,h256,fill/photos/cat.jpg, signed with HMAC-SHA256 under \
+            --image-key (see docs/serve.md). Variants are kept in the cache directory.
             """
     )
 
@@ -69,6 +74,75 @@ struct Serve: AsyncParsableCommand {
     )
     var servesStaleIfUnreachable = false
 
+    @Flag(name: .customLong("images"), help: "Answer /_image/… with resized images of the origin's (see below).")
+    var servesImages = false
+
+    @Option(
+        name: .customLong("image-key"),
+        help: "The key that signs image paths, as hex (at least 32 digits, 16 bytes); or CACHALOT_IMAGE_KEY."
+    )
+    var imageKey: String?
+
+    @Flag(
+        name: .customLong("unsigned-images"),
+        help:
+            "Serve image paths without a signature ('unsafe' in its place): anyone may make the proxy resize any image."
+    )
+    var unsignedImages = false
+
+    @Option(name: .customLong("image-max-size"), help: "The largest original the image endpoint reads (default: 32MB).")
+    var imageMaximumSize: ByteCount?
+
+    @Option(name: .customLong("image-max-pixels"), help: "The most pixels an original may declare (default: 50000000).")
+    var imageMaximumPixels: Int?
+
+    /// The image endpoint the options ask for, keeping its variants in `disk`; `nil` without `--images`.
+    private func imageEndpoint(variants disk: DiskCache, environment: [String: String]) throws -> ImageEndpoint? {
+        guard self.servesImages else {
+            guard self.imageKey == nil, !self.unsignedImages else {
+                throw ValidationError("--image-key and --unsigned-images go with --images.")
+            }
+            return nil
+        }
+        let signing: ImageEndpoint.Signing
+        switch (self.imageKey ?? environment["CACHALOT_IMAGE_KEY"], self.unsignedImages) {
+        case (nil, false):
+            throw ValidationError(
+                "--images needs --image-key (or CACHALOT_IMAGE_KEY), or --unsigned-images to sign nothing."
+            )
+        case (_?, true):
+            throw ValidationError("Give --image-key or --unsigned-images, not both.")
+        case (nil, true):
+            signing = .disabled
+        case (let hex?, false):
+            guard let key = Self.bytes(hex: hex), key.count >= 16 else {
+                throw ValidationError("The image key must be hex digits, at least 32 of them (16 bytes).")
+            }
+            signing = .key(key)
+        }
+        guard (self.imageMaximumPixels ?? 1) > 0 else { throw ValidationError("--image-max-pixels must be positive.") }
+        return ImageEndpoint(
+            signing: signing,
+            variants: disk,
+            maximumSourceSize: self.imageMaximumSize?.bytes ?? 32_000_000,
+            maximumPixelCount: self.imageMaximumPixels ?? 50_000_000
+        )
+    }
+
+    /// The bytes that `hex` spells, two digits a byte, or `nil`.
+    static func bytes(hex: String) -> Data? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes = Data(capacity: digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                return nil
+            }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         try GlobalOptions.validateTimeout(self.timeout)
@@ -108,6 +182,8 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "cachalot.serve") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = self.options.quiet ? .warning : .info
         let disk = try options.openCache()
+        // Variants live beside the responses: the directory's size limit covers both.
+        let images = try self.imageEndpoint(variants: disk, environment: environment)
         let targets = self.ignoresTargetedFields ? [] : CacheServer.targetedFields
         var loaderConfiguration = ResourceLoader.Configuration(
             rules: CacheRules(
@@ -147,13 +223,14 @@ struct Serve: AsyncParsableCommand {
                         adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
                         trustedProxies: trusted,
                         metrics: metrics,
-                        metricsText: metricsText
+                        metricsText: metricsText,
+                        images: images
                     ),
                     loader: loader,
                     logger: logger
                 )
             } catch {
-                throw ValidationError((error as? CacheError)?.message ?? "\(error)")
+                throw ValidationError("\(error)")
             }
             let group = ServiceGroup(
                 configuration: .init(

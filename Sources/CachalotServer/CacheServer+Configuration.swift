@@ -33,6 +33,9 @@ extension CacheServer {
         /// exposition format, from the registry the application bootstrapped); `nil` to
         /// answer 404 there. Default: `nil`.
         public var metricsText: (@Sendable () -> String)?
+        /// The image endpoint, which answers the paths under its prefix with resized images;
+        /// `nil` for none (those paths go to the origin like any other). Default: `nil`.
+        public var images: ImageEndpoint?
 
         /// Creates a configuration.
         public init(
@@ -44,7 +47,8 @@ extension CacheServer {
             name: String = "cachalot",
             limits: Limits = Limits(),
             metrics: MetricsConfiguration? = nil,
-            metricsText: (@Sendable () -> String)? = nil
+            metricsText: (@Sendable () -> String)? = nil,
+            images: ImageEndpoint? = nil
         ) {
             self.origin = origin
             self.listen = listen
@@ -55,6 +59,7 @@ extension CacheServer {
             self.limits = limits
             self.metrics = metrics
             self.metricsText = metricsText
+            self.images = images
         }
 
         /// Throws ``ServerError`` if the configuration cannot work.
@@ -73,6 +78,7 @@ extension CacheServer {
                 throw ServerError("The admin token must be visible ASCII characters, at least one.")
             }
             try self.limits.validate()
+            try self.images?.validate()
         }
 
         private static func isTokenByte(_ byte: UInt8) -> Bool {

@@ -1,4 +1,5 @@
 import Cachalot
+import CachalotImages
 import Foundation
 import HTTPTypes
 import Logging
@@ -41,6 +42,8 @@ public final class CacheServer: Service, Sendable {
     let logger: Logger
     let connections: ConnectionRegistry
     let metrics: ServerMetrics?
+    /// The image endpoint and the pipeline that makes its images, over ``loader``.
+    let images: (ImageEndpoint, ImagePipeline)?
     private let group: any EventLoopGroup
     private let state = Mutex(State())
 
@@ -94,6 +97,25 @@ public final class CacheServer: Service, Sendable {
         self.logger = logger
         self.connections = ConnectionRegistry(limit: configuration.limits.maximumConnections)
         self.metrics = configuration.metrics.map(ServerMetrics.init)
+        if let endpoint = configuration.images {
+            do {
+                let pipeline = try ImagePipeline(
+                    loader: loader,
+                    variants: endpoint.variants,
+                    // Its answers are bytes (encodedImage), which keeps no bitmap in memory.
+                    configuration: .init(
+                        memoryCostLimit: 1 << 20,
+                        decoder: ImageDecoder(maximumPixelCount: endpoint.maximumPixelCount),
+                        maximumSourceSize: endpoint.maximumSourceSize
+                    )
+                )
+                self.images = (endpoint, pipeline)
+            } catch {
+                throw ServerError("The image endpoint cannot start: \(error.message)")
+            }
+        } else {
+            self.images = nil
+        }
     }
 
     /// The addresses the server listens on: waits until ``run()`` has bound them.
@@ -164,7 +186,9 @@ public final class CacheServer: Service, Sendable {
             }
             self.state.withLock { $0.deadline = deadline }
         }
-        // Shared downloads and disk writes go on until they end, or until the deadline.
+        // Shared downloads and disk writes go on until they end, or until the deadline; the
+        // image endpoint's variants first, since they may load originals.
+        await self.images?.1.waitForBackgroundWork()
         await self.loader.waitForBackgroundWork()
         self.state.withLock { $0.deadline }?.cancel()
         self.logger.info("Stopped")
@@ -242,5 +266,27 @@ public final class CacheServer: Service, Sendable {
     private static func describe(_ address: SocketAddress) -> String {
         let ip = address.ipAddress ?? "?"
         return (ip.contains(":") ? "[\(ip)]" : ip) + ":\(address.port ?? 0)"
+    }
+}
+
+extension CacheServer {
+    /// Logs a request at info level: the access log.
+    func log(
+        _ head: HTTPRequestHead,
+        status: Int,
+        cacheStatus: String,
+        bytes: Int,
+        since start: ContinuousClock.Instant
+    ) {
+        let elapsed = ContinuousClock.now - start
+        self.logger.info(
+            "\(head.method.rawValue) \(head.uri) \(status)",
+            metadata: [
+                "cache": "\(cacheStatus)",
+                "bytes": "\(bytes)",
+                "ms":
+                    "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1_000 + Double(elapsed.components.seconds) * 1_000)",
+            ]
+        )
     }
 }

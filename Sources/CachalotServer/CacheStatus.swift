@@ -50,6 +50,11 @@ struct CacheStatus: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A status that says nothing yet but the cache's name.
+    init(name: String) {
+        self.name = name
+    }
+
     /// The status of a request the proxy could not answer from the origin: `detail` says why.
     init(name: String, forward: String?, detail: String) {
         self.name = name

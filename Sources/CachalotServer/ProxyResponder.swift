@@ -18,6 +18,8 @@ struct ProxyResponder: Responder {
     let server: CacheServer
     /// The origin's scheme, authority and base path (without its last `/`), read once.
     private let origin: (scheme: String, authority: String, base: String)
+    /// The image endpoint, if the server has one: it answers the paths under its prefix.
+    private let images: ImageResponder?
 
     init(server: CacheServer) {
         self.server = server
@@ -27,18 +29,25 @@ struct ProxyResponder: Responder {
         var base = url.path(percentEncoded: true)
         while base.hasSuffix("/") { base.removeLast() }
         self.origin = (url.scheme?.lowercased() ?? "http", url.port.map { "\(bracketed):\($0)" } ?? bracketed, base)
+        let origin = "\(self.origin.scheme)://\(self.origin.authority)\(self.origin.base)"
+        self.images = server.images.map { endpoint, pipeline in
+            ImageResponder(server: server, endpoint: endpoint, pipeline: pipeline, origin: origin)
+        }
     }
 
     private var configuration: CacheServer.Configuration { self.server.configuration }
 
     func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {
+        if let images = self.images, images.claims(request.head.uri), self.refusal(of: request.head) == nil {
+            return try await images.respond(to: request, with: &writer)
+        }
         let started = ContinuousClock.now
         let head = request.head
         if let (status, message) = self.refusal(of: head) {
             var response = HTTPResponse(status: status, headerFields: [.connection: "close"])
             response.headerFields[.cacheStatus] = "\(self.configuration.name); detail=bad-request"
             try await writer.respond(response, body: message + "\n")
-            self.log(head, status: status.code, cacheStatus: "bad-request", bytes: 0, since: started)
+            self.server.log(head, status: status.code, cacheStatus: "bad-request", bytes: 0, since: started)
             self.server.metrics?.request(.error, bytes: 0)
             return false
         }
@@ -55,7 +64,7 @@ struct ProxyResponder: Responder {
             response.headerFields[.date] = HTTPDate.format(Date())
             try await writer.respond(response, body: "\(status.reasonPhrase): \(detail)\n")
             self.server.logger.debug("The origin failed", metadata: ["error": "\(error)"])
-            self.log(head, status: status.code, cacheStatus: detail, bytes: 0, since: started)
+            self.server.log(head, status: status.code, cacheStatus: detail, bytes: 0, since: started)
             self.server.metrics?.request(.error, bytes: 0)
             return true
         }
@@ -97,6 +106,7 @@ struct ProxyResponder: Responder {
         let started = ContinuousClock.now
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
+            self.images?.claims(head.uri) != true,
             let resource = try? self.server.loader.cachedAnswer(
                 to: self.upstreamRequest(for: request),
                 largestBody: Self.largestImmediateBody
@@ -151,7 +161,7 @@ struct ProxyResponder: Responder {
     /// Logs and counts a response that went.
     private func finish(_ reply: Reply, to request: ServerRequest, bytes: Int, since started: ContinuousClock.Instant) {
         let status = reply.cacheStatus
-        self.log(
+        self.server.log(
             request.head,
             status: reply.response.status.code,
             cacheStatus: status.description,
@@ -324,24 +334,5 @@ struct ProxyResponder: Responder {
             return (.gatewayTimeout, "origin-timeout")
         }
         return (.badGateway, "origin-unreachable")
-    }
-
-    private func log(
-        _ head: HTTPRequestHead,
-        status: Int,
-        cacheStatus: String,
-        bytes: Int,
-        since start: ContinuousClock.Instant
-    ) {
-        let elapsed = ContinuousClock.now - start
-        self.server.logger.info(
-            "\(head.method.rawValue) \(head.uri) \(status)",
-            metadata: [
-                "cache": "\(cacheStatus)",
-                "bytes": "\(bytes)",
-                "ms":
-                    "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1_000 + Double(elapsed.components.seconds) * 1_000)",
-            ]
-        )
     }
 }

@@ -1,9 +1,12 @@
 import AsyncHTTPClient
 import CachalotAsyncHTTPClient
+import CachalotImages
+import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import Testing
 
@@ -166,6 +169,50 @@ struct ServeCommandTests {
 
     /// Reads the child's standard error until it says where it listens; the ports by listener
     /// (`proxy`, `admin`), or none if it ended first.
+    @Test("--images serves signed image paths from the origin's images; it needs a key or --unsigned-images")
+    func images() async throws {
+        let jpeg = try ImageEncoder.jpeg(
+            Bitmap(width: 320, height: 240, format: .gray8, pixels: Data((0..<320 * 240).map { UInt8($0 % 256) }))
+        )
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: jpeg) }
+        defer { origin.stop() }
+        let tool = try CommandLineTool()
+        let base = ["serve", "--origin", origin.url("/").absoluteString, "--listen", "127.0.0.1:0", "--images"]
+        let keyless = try await tool.run(base)
+        #expect(keyless.status == 64 && keyless.errors.contains("--image-key"), "\(keyless.errors)")
+        let short = try await tool.run(base + ["--image-key", "abcd"])
+        #expect(short.status == 64 && short.errors.contains("32"))
+
+        let key = String(repeating: "0f", count: 32)
+        let child = try tool.start(base, environment: ["CACHALOT_IMAGE_KEY": key])
+        let port = try #require(await CommandLineTool.offThePool { Self.listeningPorts(child) }["proxy"])
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.clientConfiguration()
+        )
+        let signed = "/w32/photo.jpg"
+        let signature = ImageEndpoint.signature(of: signed, key: Data(repeating: 0x0F, count: 32))
+        var statuses: [UInt] = []
+        for path in ["/_image/\(signature)\(signed)", "/_image/unsafe\(signed)"] {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+            request.headers.add(name: "Accept", value: "image/webp")
+            let response = try await client.execute(request, timeout: .seconds(30))
+            var body = ByteBuffer()
+            for try await piece in response.body { body.writeImmutableBuffer(piece) }
+            statuses.append(response.status.code)
+            if response.status == .ok {
+                let data = Data(buffer: body)
+                #expect(ImageFormat(sniffing: data) == .webp)
+                #expect(try ImageDecoder().size(of: data) == (32, 24))
+            }
+        }
+        try await client.shutdown()
+        #expect(statuses == [200, 403])
+        child.send(SIGTERM)
+        let run = await CommandLineTool.finish(child)
+        #expect(run.status == 0, "\(run.errors)")
+    }
+
     private static func listeningPorts(_ child: ChildProcess) -> [String: Int] {
         var text = ""
         var buffer = [UInt8](repeating: 0, count: 4_096)

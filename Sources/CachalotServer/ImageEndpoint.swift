@@ -1,0 +1,113 @@
+import Cachalot
+import CachalotImages
+import Crypto
+import Foundation
+
+/// The proxy's image endpoint, in the spirit of imgproxy: a path under ``prefix`` names a
+/// signature, processing options and an image on the origin; the proxy answers with the image
+/// resized and in the format the client takes best.
+///
+/// ```
+/// GET /_image/<signature>/<options>/<path on the origin>[?query]
+/// GET /_image/oKfUtW9…/w256,h256,fill/photos/cat.jpg
+/// ```
+///
+/// - `<options>`: tokens separated by commas: `w<N>` and `h<N>`, the box (1 to 16384; one alone
+///   bounds that side only); `fit` (default), `fill` or `crop`; `q<N>`, the quality (0 to 100);
+///   `jpeg`, `png`, `webp`, `avif` or `auto` (default: AVIF if the client's `Accept` names
+///   `image/avif`, else WebP if it names `image/webp`, else the original's format, PNG for a GIF;
+///   such answers carry `Vary: Accept`); `-` alone for none.
+/// - `<path on the origin>`: a path and query on the configured origin, or a whole URL
+///   percent-encoded into one segment (`http%3A%2F%2F…`), which must be on the origin: any
+///   other source is refused with 403.
+/// - `<signature>`: the unpadded base64url HMAC-SHA256, under ``Signing/key(_:)``, of everything
+///   after it: `/<options>/<path>[?query]` (see ``signature(of:key:)``). A missing or wrong one
+///   is refused with 403; with ``Signing/disabled``, the signature is the word `unsafe`.
+///
+/// Variants are kept like responses, fresh as long as their original is, and the answers
+/// carry `Cache-Control: public, max-age` for that time and `Cache-Status`.
+public struct ImageEndpoint: Sendable {
+    /// How image URLs are signed.
+    public enum Signing: Sendable {
+        /// Every URL carries the HMAC-SHA256 of its options and source under this key.
+        case key(Data)
+        /// No signature: the URL says `unsafe` in its place. Anyone can then make the proxy
+        /// decode and resize any image of the origin, at any size the limits allow.
+        case disabled
+    }
+
+    /// Where the endpoint's paths start. Default: `/_image/`.
+    public var prefix: String
+    public var signing: Signing
+    /// Where variants are kept, such as a ``DiskCache`` of their own.
+    public var variants: any DataCaching
+    /// The most bytes an original may have. Default: 32 MiB.
+    public var maximumSourceSize: Int
+    /// The most pixels an original may declare (over all its frames). Default: 50 million.
+    public var maximumPixelCount: Int
+
+    public init(
+        prefix: String = "/_image/",
+        signing: Signing,
+        variants: any DataCaching,
+        maximumSourceSize: Int = 32 << 20,
+        maximumPixelCount: Int = 50_000_000
+    ) {
+        self.prefix = prefix
+        self.signing = signing
+        self.variants = variants
+        self.maximumSourceSize = maximumSourceSize
+        self.maximumPixelCount = maximumPixelCount
+    }
+
+    /// The signature of `signed`, the part of an image path after its signature
+    /// (`/<options>/<path>[?query]`), under `key`: unpadded base64url of its HMAC-SHA256.
+    public static func signature(of signed: String, key: Data) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: SymmetricKey(data: key))
+        return Data(code).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The path that asks for `source` (a path on the origin, with its query) with `options`,
+    /// signed as `signing` says: `prefix` + signature + `/` + options + source.
+    public func path(for source: String, options: String) -> String {
+        let signed = "/" + options + (source.hasPrefix("/") ? source : "/" + source)
+        switch self.signing {
+        case .key(let key): return self.prefix + Self.signature(of: signed, key: key) + signed
+        case .disabled: return self.prefix + "unsafe" + signed
+        }
+    }
+
+    /// Whether `signature` signs `signed`, compared in constant time.
+    func verifies(_ signature: Substring, of signed: Substring) -> Bool {
+        switch self.signing {
+        case .disabled:
+            return signature == "unsafe"
+        case .key(let key):
+            var base64 = signature.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+            guard let code = Data(base64Encoded: base64) else { return false }
+            return HMAC<SHA256>.isValidAuthenticationCode(
+                code,
+                authenticating: Data(signed.utf8),
+                using: SymmetricKey(data: key)
+            )
+        }
+    }
+
+    func validate() throws(ServerError) {
+        guard self.prefix.hasPrefix("/"), self.prefix.hasSuffix("/"), self.prefix.count > 2 else {
+            throw ServerError(
+                "The image endpoint's prefix \"\(self.prefix)\" must start and end with / and name a path."
+            )
+        }
+        if case .key(let key) = self.signing, key.count < 16 {
+            throw ServerError("The image endpoint's signing key must have at least 16 bytes.")
+        }
+        guard self.maximumSourceSize > 0, self.maximumPixelCount > 0 else {
+            throw ServerError("The image endpoint's limits must be positive.")
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Cachalot
+import CachalotImages
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+
+/// Answers the image endpoint's requests (see ``ImageEndpoint``): checks the signature and the
+/// source, then hands out the variant the pipeline makes or keeps.
+struct ImageResponder: Sendable {
+    let server: CacheServer
+    let endpoint: ImageEndpoint
+    let pipeline: ImagePipeline
+    /// The origin as `scheme://authority/base`, without a last `/`.
+    let origin: String
+
+    /// Whether `uri` is the endpoint's.
+    func claims(_ uri: String) -> Bool {
+        uri.hasPrefix(self.endpoint.prefix)
+    }
+
+    func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {
+        let started = ContinuousClock.now
+        let head = request.head
+        var status = HTTPResponse.Status.ok
+        var answer: (response: HTTPResponse, body: Data)
+        do {
+            answer = try await self.answer(request)
+        } catch let refusal as Refusal {
+            status = refusal.status
+            answer = self.refusal(refusal)
+        }
+        status = answer.response.status
+        let cacheStatus = answer.response.headerFields[.cacheStatus] ?? ""
+        answer.response.headerFields[.contentLength] = String(answer.body.count)
+        answer.response.headerFields[.date] = HTTPDate.format(Date())
+        writer.head(answer.response)
+        let body = head.method == .HEAD ? Data() : answer.body
+        try await writer.whole(body)
+        self.server.log(head, status: status.code, cacheStatus: cacheStatus, bytes: body.count, since: started)
+        self.server.metrics?.request(
+            status != .ok ? .error : cacheStatus.contains("; hit") ? .hit : .forward,
+            bytes: body.count
+        )
+        return true
+    }
+
+    /// Why a request gets no image: its status, and the detail said in `Cache-Status` and the body.
+    struct Refusal: Error {
+        var status: HTTPResponse.Status
+        var detail: String
+        var message: String
+    }
+
+    private func refusal(_ refusal: Refusal) -> (response: HTTPResponse, body: Data) {
+        var response = HTTPResponse(status: refusal.status)
+        response.headerFields[.cacheStatus] =
+            CacheStatus(name: self.server.configuration.name, forward: nil, detail: refusal.detail).description
+        response.headerFields[.contentType] = "text/plain; charset=utf-8"
+        response.headerFields[.cacheControl] = "no-store"
+        return (response, Data((refusal.message + "\n").utf8))
+    }
+
+    private func answer(_ request: ServerRequest) async throws -> (response: HTTPResponse, body: Data) {
+        let head = request.head
+        guard head.method == .GET || head.method == .HEAD else {
+            throw Refusal(status: .methodNotAllowed, detail: "method", message: "Images are read with GET or HEAD.")
+        }
+        let image: ImageRequest
+        do {
+            image = try ImageRequest(head.uri.dropFirst(self.endpoint.prefix.count))
+        } catch {
+            throw Refusal(status: .badRequest, detail: "bad-request", message: error.message)
+        }
+        guard self.endpoint.verifies(image.signature, of: image.signed) else {
+            throw Refusal(
+                status: .forbidden,
+                detail: "bad-signature",
+                message: "The signature does not match the path."
+            )
+        }
+        guard let url = self.sourceURL(image.source) else {
+            throw Refusal(status: .forbidden, detail: "foreign-source", message: "The source is not on the origin.")
+        }
+        let negotiated = image.format == nil ? ImageRequest.negotiated(request.fields[.accept]) : nil
+        do {
+            var format = image.format ?? negotiated
+            if format == nil {
+                // The original's own format, if a client can take it: JPEG or PNG.
+                let original = try await self.server.loader.load(url)
+                format = ImageFormat(sniffing: original.body) == .jpeg ? .jpeg : .png
+            }
+            let encoded = try await self.pipeline.encodedImage(
+                for: url,
+                processors: image.processors,
+                encoding: image.encoding(format ?? .png)
+            )
+            let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
+            var response = HTTPResponse(status: .ok)
+            response.headerFields[.contentType] = encoded.format.mediaType
+            response.headerFields[.cacheControl] = "public, max-age=\(timeToLive)"
+            if image.format == nil { response.headerFields[.vary] = "Accept" }
+            var cacheStatus = CacheStatus(name: self.server.configuration.name)
+            cacheStatus.timeToLive = timeToLive
+            switch encoded.source {
+            case .stored: cacheStatus.hit = true
+            case .made:
+                cacheStatus.forward = "miss"
+                cacheStatus.stored = true
+            }
+            response.headerFields[.cacheStatus] = cacheStatus.description
+            return (response, encoded.data)
+        } catch let error as ImageError {
+            throw Self.refusal(of: error)
+        } catch let error as LoadError {
+            let (status, detail) = ProxyResponder.failure(error)
+            throw Refusal(status: status, detail: detail, message: "\(status.reasonPhrase): \(detail)")
+        }
+    }
+
+    /// What the client is told when an image cannot be made.
+    private static func refusal(of error: ImageError) -> Refusal {
+        switch error.code {
+        case .status(let status) where (400..<500).contains(status):
+            Refusal(status: .init(code: status), detail: "origin-status", message: "The origin answered \(status).")
+        case .status(let status):
+            Refusal(status: .badGateway, detail: "origin-status", message: "The origin answered \(status).")
+        case .tooLarge:
+            Refusal(status: .unprocessableContent, detail: "too-large", message: error.message)
+        default:
+            Refusal(status: .unprocessableContent, detail: "not-an-image", message: error.message)
+        }
+    }
+
+    /// The source's URL on the origin, or `nil` if it is elsewhere: a path is on the origin; a
+    /// whole URL must start with the origin as configured, then `/`.
+    private func sourceURL(_ source: String) -> URL? {
+        guard let url = URL(string: source.hasPrefix("/") ? self.origin + source : source),
+            url.absoluteString.hasPrefix(self.origin + "/")
+        else { return nil }
+        return url
+    }
+}

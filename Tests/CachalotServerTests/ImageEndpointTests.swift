@@ -1,0 +1,185 @@
+import Cachalot
+import CachalotImages
+import CachalotServer
+import CachalotTestOrigin
+import CachalotTesting
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+import Testing
+
+/// The proxy's image endpoint (`/_image/…`) against a real origin on 127.0.0.1.
+@Suite("The proxy's image endpoint", .timeLimit(.minutes(1)))
+struct ImageEndpointTests {
+    static let key = Data((0..<32).map { UInt8($0) })
+    let directory: TemporaryDirectory
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    /// An origin with a 640 × 480 JPEG at /photo.jpg (fresh for 10 minutes), text at /text, a
+    /// 404 elsewhere.
+    static func origin() async throws -> TestOrigin {
+        let jpeg = try ImageEncoder.jpeg(
+            Bitmap(width: 640, height: 480, format: .gray8, pixels: Data((0..<640 * 480).map { UInt8($0 % 256) }))
+        )
+        return try await TestOrigin.start { request in
+            switch request.path {
+            case "/photo.jpg", "/photo.jpg?v=2": .init(fields: [("Cache-Control", "max-age=600")], data: jpeg)
+            case "/text": .init(fields: [("Cache-Control", "max-age=600")], body: "not an image")
+            default: .init(status: 404, body: "none")
+            }
+        }
+    }
+
+    func endpoint(
+        _ signing: ImageEndpoint.Signing = .key(Self.key),
+        maximumSourceSize: Int = 1 << 20
+    ) throws -> ImageEndpoint {
+        ImageEndpoint(
+            signing: signing,
+            variants: try DiskCache(directory: self.directory.url.appending(path: "variants")),
+            maximumSourceSize: maximumSourceSize,
+            maximumPixelCount: 1_000_000
+        )
+    }
+
+    func proxy(_ origin: TestOrigin, _ endpoint: ImageEndpoint) async throws -> ProxyHarness {
+        try await ProxyHarness(origin: origin) { $0.images = endpoint }
+    }
+
+    @Test("a signed thumbnail: the format the client takes best, Vary: Accept, made once, then a hit")
+    func negotiatedThumbnail() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let path = endpoint.path(for: "/photo.jpg", options: "w64,h64")
+        for (accept, format) in [
+            ("image/avif,image/webp,*/*", ImageFormat.avif), ("image/webp,*/*;q=0.8", .webp),
+            ("image/avif;q=0,image/webp", .webp), ("*/*", .jpeg),
+        ] {
+            let made = try await proxy.send(path, headers: [("Accept", accept)])
+            #expect(made.status == 200, "\(accept): \(made.text)")
+            #expect(made.headers["content-type"] == [format.mediaType], "\(accept)")
+            #expect(made.headers["vary"] == ["Accept"])
+            #expect(made.headers["cache-control"].first?.hasPrefix("public, max-age=") == true)
+            // The third asks for WebP again: the variant the second made.
+            if accept.hasPrefix("image/avif;q=0") {
+                #expect(made.cacheStatus.hasPrefix("cachalot; hit; ttl="))
+            } else {
+                #expect(
+                    made.cacheStatus.hasPrefix("cachalot; fwd=miss; ttl=") && made.cacheStatus.hasSuffix("; stored")
+                )
+            }
+            #expect(ImageFormat(sniffing: made.body) == format)
+            #expect(try ImageDecoder().size(of: made.body) == (64, 48))
+            let hit = try await proxy.send(path, headers: [("Accept", accept)])
+            #expect(hit.cacheStatus.hasPrefix("cachalot; hit; ttl=") && hit.body == made.body, "\(accept)")
+        }
+        // One original served every variant.
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test("a format in the options is what is sent, without Vary; HEAD sends the head alone")
+    func explicitFormatAndHead() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let path = endpoint.path(for: "/photo.jpg?v=2", options: "w100,h50,crop,png")
+        let head = try await proxy.send(path, method: .HEAD, headers: [("Accept", "image/avif")])
+        #expect(head.status == 200 && head.body.isEmpty && head.headers["vary"].isEmpty)
+        let image = try await proxy.send(path, headers: [("Accept", "image/avif")])
+        #expect(head.headers["content-length"] == [String(image.body.count)])
+        #expect(image.headers["content-type"] == ["image/png"])
+        #expect(try ImageDecoder().size(of: image.body) == (100, 50))
+        #expect(origin.requests.first?.path == "/photo.jpg?v=2")
+        try await proxy.stop()
+    }
+
+    @Test("unsigned, mis-signed and altered paths are refused with 403; unsafe works only with signing disabled")
+    func signatures() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let signed = endpoint.path(for: "/photo.jpg", options: "w64")
+        let signature = signed.split(separator: "/")[1]
+        for path in [
+            "/_image/unsafe/w64/photo.jpg",
+            "/_image/\(signature)/w640/photo.jpg",
+            "/_image/\(signature)/w64/photo.jpg?x=1",
+            "/_image/\(signature.dropLast())/w64/photo.jpg",
+            "/_image/" + ImageEndpoint.signature(of: "/w64/photo.jpg", key: Data(repeating: 1, count: 32))
+                + "/w64/photo.jpg",
+            "/_image/%%%%/w64/photo.jpg",
+        ] {
+            let refused = try await proxy.send(path)
+            #expect(refused.status == 403, "\(path)")
+            #expect(refused.cacheStatus == "cachalot; detail=bad-signature")
+        }
+        #expect(try await proxy.send(signed).status == 200)
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+
+        let open = try await self.proxy(try await Self.origin(), try self.endpoint(.disabled))
+        #expect(try await open.send("/_image/unsafe/w64/photo.jpg").status == 200)
+        #expect(try await open.send(signed).status == 403)
+        try await open.stop()
+    }
+
+    @Test("a source off the origin is refused with 403, even signed; one on it, as a whole URL, is served")
+    func sources() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let encoded = { (url: String) in url.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+        let elsewhere = "http://127.0.0.1:\(origin.port + 1)/photo.jpg"
+        for source in [elsewhere, "http://127.0.0.1:\(origin.port)@example.com/photo.jpg"] {
+            let refused = try await proxy.send(endpoint.path(for: encoded(source), options: "w64"))
+            #expect(refused.status == 403 && refused.cacheStatus == "cachalot; detail=foreign-source", "\(source)")
+        }
+        let onOrigin = try await proxy.send(
+            endpoint.path(for: encoded(origin.url("/photo.jpg").absoluteString), options: "w64")
+        )
+        #expect(onOrigin.status == 200, "\(onOrigin.text)")
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test("bad options are 400; no image, or too large, 422; the origin's 404 is 404")
+    func failures() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint(maximumSourceSize: 1 << 20)
+        let proxy = try await self.proxy(origin, endpoint)
+        for (path, status, detail) in [
+            (endpoint.path(for: "/photo.jpg", options: "w0"), 400, "bad-request"),
+            (endpoint.path(for: "/photo.jpg", options: "w64,gif"), 400, "bad-request"),
+            (endpoint.path(for: "/photo.jpg", options: "w64,fill"), 400, "bad-request"),
+            (endpoint.path(for: "/text", options: "w64"), 422, "not-an-image"),
+            (endpoint.path(for: "/missing.jpg", options: "w64"), 404, "origin-status"),
+        ] {
+            let answer = try await proxy.send(path)
+            #expect(
+                answer.status == status && answer.cacheStatus == "cachalot; detail=\(detail)",
+                "\(path): \(answer.text)"
+            )
+            #expect(answer.headers["cache-control"] == ["no-store"])
+        }
+        try await proxy.stop()
+
+        let small = try await self.proxy(try await Self.origin(), try self.endpoint(maximumSourceSize: 100))
+        let tooLarge = try await small.send(endpoint.path(for: "/photo.jpg", options: "w64"))
+        #expect(tooLarge.status == 422 && tooLarge.cacheStatus == "cachalot; detail=too-large")
+        try await small.stop()
+    }
+
+    @Test("paths outside the prefix are proxied as before")
+    func otherPaths() async throws {
+        let origin = try await Self.origin()
+        let proxy = try await self.proxy(origin, try self.endpoint())
+        let text = try await proxy.send("/text")
+        #expect(text.status == 200 && text.text == "not an image")
+        try await proxy.stop()
+    }
+}
