@@ -156,15 +156,36 @@ public final class ImagePipeline: Sendable {
         if let stored = self.storedVariant(key), let format = ImageFormat(sniffing: stored.data) {
             return EncodedImage(data: stored.data, format: format, expires: stored.expiry, source: .stored)
         }
-        return try await self.encodedFlights.run(key, priority: priority.rawValue, progress: nil) { run in
-            let resource = try await self.original(url, priority: priority)
-            let expiry = self.expiry(of: resource, url: url)
-            let data = try await self.decoded {
-                try ImageEncoder.encode(self.process(resource.body, processors), as: encoding)
-            }
-            self.store(key, expiry: expiry, after: run) { data }
-            return EncodedImage(data: data, format: encoding.format, expires: expiry, source: .made)
+        return try await self.encodedFlights.run(key, priority: priority.rawValue, progress: nil) { _ in
+            try await self.makeEncoded(
+                key,
+                url: url,
+                processors: processors,
+                encoding: encoding,
+                priority: priority
+            )
         }
+    }
+
+    /// What one flight of ``encodedImage(for:processors:encoding:priority:)`` does: the original
+    /// loaded, processed and encoded.
+    private func makeEncoded(
+        _ key: String,
+        url: URL,
+        processors: [any ImageProcessing],
+        encoding: ImageEncoding,
+        priority: ResourceLoader.Priority,
+    ) async throws -> EncodedImage {
+        let resource = try await self.original(url, priority: priority)
+        let expiry = self.expiry(of: resource, url: url)
+        let data = try await self.decoded { () throws -> Data in
+            let bitmap = try self.process(resource.body, processors)
+            return try ImageEncoder.encode(bitmap, as: encoding)
+        }
+        // Stored before answering (a write is small beside the decoding): a request that comes
+        // after this answer finds the variant, and one that comes before joins this flight.
+        try? self.variants?.set(data, forKey: key, metadata: Self.metadata(expiry: expiry))
+        return EncodedImage(data: data, format: encoding.format, expires: expiry, source: .made)
     }
 
     /// What one flight of ``image(for:processors:priority:)`` does: the variant from disk, else
@@ -214,10 +235,10 @@ public final class ImagePipeline: Sendable {
 
     /// Writes the bytes `encode` makes to `variants` under `key`, once `run`'s callers have
     /// their answer.
-    private func store<Value>(
+    private func store(
         _ key: String,
         expiry: Date,
-        after run: Coalescer<Value>.Run,
+        after run: Coalescer<Bitmap>.Run,
         _ encode: @escaping @Sendable () -> Data?
     ) {
         guard let variants = self.variants else { return }
