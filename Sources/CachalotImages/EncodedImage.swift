@@ -14,6 +14,8 @@ public struct EncodedImage: Sendable, Hashable {
     public let data: Data
     public let format: ImageFormat
     /// When it stops being fresh: when its original did, as it was when the variant was made.
+    /// Not after the moment it was made if the original may not be stored (`no-store`, or
+    /// `private` for a shared cache's loader): such a variant is not kept.
     public let expires: Date
     public let source: Source
 

@@ -184,7 +184,7 @@ public final class ImagePipeline: Sendable {
         }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
-        try? self.variants?.set(data, forKey: key, metadata: Self.metadata(expiry: expiry))
+        if expiry > self.now() { try? self.variants?.set(data, forKey: key, metadata: Self.metadata(expiry: expiry)) }
         return EncodedImage(data: data, format: encoding.format, expires: expiry, source: .made)
     }
 
@@ -205,8 +205,8 @@ public final class ImagePipeline: Sendable {
         let resource = try await self.original(url, priority: priority)
         let bitmap = try await self.decoded { try self.process(resource.body, processors) }
         try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
-        if !processors.isEmpty {
-            let expiry = self.expiry(of: resource, url: url)
+        let expiry = self.expiry(of: resource, url: url)
+        if !processors.isEmpty, expiry > self.now() {
             let encoding =
                 self.configuration.variantEncoding
                 ?? (ImageFormat(sniffing: resource.body) == .png || bitmap.hasTransparency
@@ -286,15 +286,15 @@ public final class ImagePipeline: Sendable {
     }
 
     /// When a variant made now from `resource` expires: when the original stops being fresh.
+    /// By the loader's rules: a variant of an original that a shared cache may not store (such
+    /// as one marked `private`) expires at once, and is not kept.
     private func expiry(of resource: Resource, url: URL) -> Date {
         let now = self.now()
-        let stored = StoredResponse(
-            request: HTTPRequest(method: .get, url: url),
-            response: resource.response,
-            requestTime: now,
-            responseTime: now
-        )
-        let remaining = stored.freshnessLifetime(isShared: false) - stored.age(at: now)
+        let request = HTTPRequest(method: .get, url: url)
+        let rules = self.loader.configuration.rules
+        guard rules.canStore(resource.response, for: request) else { return now }
+        let stored = StoredResponse(request: request, response: resource.response, requestTime: now, responseTime: now)
+        let remaining = stored.freshnessLifetime(isShared: rules.isShared) - stored.age(at: now)
         return now.addingTimeInterval(max(0, remaining))
     }
 

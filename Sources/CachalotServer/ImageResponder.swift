@@ -97,15 +97,20 @@ struct ImageResponder: Sendable {
             let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
             var response = HTTPResponse(status: .ok)
             response.headerFields[.contentType] = encoded.format.mediaType
-            response.headerFields[.cacheControl] = "public, max-age=\(timeToLive)"
+            // A variant of an original not to be stored is not stored either, here or after.
+            response.headerFields[.cacheControl] = timeToLive > 0 ? "public, max-age=\(timeToLive)" : "no-store"
             if image.format == nil { response.headerFields[.vary] = "Accept" }
             var cacheStatus = CacheStatus(name: self.server.configuration.name)
-            cacheStatus.timeToLive = timeToLive
             switch encoded.source {
-            case .stored: cacheStatus.hit = true
+            case .stored:
+                cacheStatus.hit = true
+                cacheStatus.timeToLive = timeToLive
+            case .made where timeToLive > 0:
+                cacheStatus.forward = "miss"
+                cacheStatus.timeToLive = timeToLive
+                cacheStatus.stored = true
             case .made:
                 cacheStatus.forward = "miss"
-                cacheStatus.stored = true
             }
             response.headerFields[.cacheStatus] = cacheStatus.description
             return (response, encoded.data)

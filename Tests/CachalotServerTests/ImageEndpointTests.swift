@@ -27,6 +27,7 @@ struct ImageEndpointTests {
         return try await TestOrigin.start { request in
             switch request.path {
             case "/photo.jpg", "/photo.jpg?v=2": .init(fields: [("Cache-Control", "max-age=600")], data: jpeg)
+            case "/private.jpg": .init(fields: [("Cache-Control", "private, max-age=600")], data: jpeg)
             case "/text": .init(fields: [("Cache-Control", "max-age=600")], body: "not an image")
             default: .init(status: 404, body: "none")
             }
@@ -172,6 +173,22 @@ struct ImageEndpointTests {
         let tooLarge = try await small.send(endpoint.path(for: "/photo.jpg", options: "w64"))
         #expect(tooLarge.status == 422 && tooLarge.cacheStatus == "cachalot; detail=too-large")
         try await small.stop()
+    }
+
+    @Test("a variant of an original a shared cache may not store is made each time, and said not to be stored")
+    func privateOriginal() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let path = endpoint.path(for: "/private.jpg", options: "w64,jpeg")
+        for _ in 0..<2 {
+            let answer = try await proxy.send(path)
+            #expect(answer.status == 200)
+            #expect(answer.headers["cache-control"] == ["no-store"])
+            #expect(answer.cacheStatus == "cachalot; fwd=miss")
+        }
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
     }
 
     @Test("paths outside the prefix are proxied as before")
