@@ -11,6 +11,17 @@ extension ImagePipeline {
         self.memory.value(forKey: Self.key(for: url, processors: processors))
     }
 
+    /// Every frame of the animated GIF or WebP at `url`, with their durations, its original loaded
+    /// through the loader (a still image is one frame). The frames are not kept in memory: keep
+    /// the animation while it plays; its ``Animation/cost`` counts every frame.
+    ///
+    /// - Throws: as ``image(for:processors:priority:)``; ``ImageError`` with code `tooLarge` if
+    ///   the frames together pass the decoder's pixel limit.
+    public func animation(for url: URL, priority: ResourceLoader.Priority = .normal) async throws -> Animation {
+        let resource = try await self.original(url, priority: priority)
+        return try await self.decoded { try self.configuration.decoder.decodeAnimation(resource.body) }
+    }
+
     /// Loads `urls` ahead of need at `priority`: their bytes into the loader's caches and, if
     /// `decoding`, their images, processed by `processors`, into memory and their variants to
     /// disk, so that a later ``image(for:processors:priority:)`` with the same processors is a

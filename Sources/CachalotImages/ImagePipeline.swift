@@ -218,7 +218,7 @@ public final class ImagePipeline: Sendable {
     }
 
     /// The original's answer from the loader, if it is a success within the size limit.
-    private func original(_ url: URL, priority: ResourceLoader.Priority) async throws -> Resource {
+    func original(_ url: URL, priority: ResourceLoader.Priority) async throws -> Resource {
         let resource = try await self.loader.load(url, priority: priority)
         let status = resource.response.status.code
         guard (200..<300).contains(status) else {
@@ -267,7 +267,7 @@ public final class ImagePipeline: Sendable {
     }
 
     /// Runs CPU work when a decoding slot is free, unless the flight was cancelled meanwhile.
-    private func decoded<Value>(_ work: () throws -> Value) async throws -> Value {
+    func decoded<Value>(_ work: () throws -> Value) async throws -> Value {
         let ticket = self.tickets.wrappingAdd(1, ordering: .relaxed).newValue
         try await self.decoding.acquire("decoding", ticket: ticket, priority: 0)
         defer { self.decoding.release("decoding") }

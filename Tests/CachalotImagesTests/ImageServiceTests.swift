@@ -122,6 +122,23 @@ struct ImageServiceTests {
         await pipeline.waitForBackgroundWork()
     }
 
+    @Test("an animation's frames and durations come through the loader, its original cached like any")
+    func animation() async throws {
+        let gif = try Images.fixture("animated.gif")
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: gif) }
+        defer { origin.stop() }
+        let (pipeline, _, _) = try self.pipeline(.init(decoder: ImageDecoder(maximumPixelCount: 700)))
+        let url = origin.url("/a.gif")
+        // Four frames of 4 × 4, each counting 256 pixels: past a limit of 700 together.
+        await #expect { _ = try await pipeline.animation(for: url) } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        await pipeline.waitForBackgroundWork()
+        let (roomy, _, _) = try self.pipeline()
+        let animation = try await roomy.animation(for: url)
+        #expect(animation.frames.count == 4 && animation.duration == .milliseconds(650))
+        #expect(origin.requests.count == 1)
+        await roomy.waitForBackgroundWork()
+    }
+
     @Test("variants are kept in the encoding configured, such as WebP")
     func variantEncoding() async throws {
         let origin = try await self.origin()
