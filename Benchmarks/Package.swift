@@ -65,6 +65,11 @@ let package = Package(
             path: "Sources/ThumbnailTimer"
         ),
         .executableTarget(
+            name: "VariantSizes",
+            dependencies: [.product(name: "CachalotImages", package: "Cachalot")],
+            path: "Sources/VariantSizes"
+        ),
+        .executableTarget(
             name: "SharedTierTimer",
             dependencies: [
                 .product(name: "Cachalot", package: "Cachalot"),

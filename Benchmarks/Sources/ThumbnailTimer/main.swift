@@ -1,8 +1,8 @@
 import CachalotImages
 import Foundation
 
-// Times 256-pixel thumbnails of one image file, as Benchmarks/images-vs-pillow asks: reads the
-// file once, then makes the thumbnail `runs` times and prints the median time in seconds.
+// Times 256-pixel thumbnails of one image file, as Benchmarks/images-vs-libvips-pillow asks: reads
+// the file once, then makes the thumbnail `runs` times and prints the median time in seconds.
 // Usage: ThumbnailTimer FILE RUNS SIZE
 
 let arguments = CommandLine.arguments
