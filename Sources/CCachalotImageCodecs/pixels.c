@@ -49,3 +49,42 @@ uint8_t *cachalot_rgba_copy(const cachalot_pixels *image) {
     }
     return rgba;
 }
+
+int cachalot_box_reduce(const cachalot_pixels *image, uint32_t factor, cachalot_pixels *out) {
+    uint32_t channels = image->channels;
+    uint32_t width = (image->width + factor - 1) / factor;
+    uint32_t height = (image->height + factor - 1) / factor;
+    size_t row_bytes = (size_t)width * channels;
+    uint8_t *pixels = malloc(row_bytes * height);
+    uint32_t *sums = malloc(row_bytes * sizeof(uint32_t));
+    if (pixels == NULL || sums == NULL) {
+        free(pixels);
+        free(sums);
+        return 0;
+    }
+    for (uint32_t oy = 0; oy < height; oy++) {
+        uint32_t first = oy * factor;
+        uint32_t rows = image->height - first < factor ? image->height - first : factor;
+        memset(sums, 0, row_bytes * sizeof(uint32_t));
+        for (uint32_t y = first; y < first + rows; y++) {
+            const uint8_t *row = image->pixels + (size_t)image->bytes_per_row * y;
+            for (uint32_t x = 0; x < image->width; x++) {
+                uint32_t *sum = sums + (size_t)(x / factor) * channels;
+                for (uint32_t c = 0; c < channels; c++) {
+                    sum[c] += row[(size_t)x * channels + c];
+                }
+            }
+        }
+        uint8_t *to = pixels + row_bytes * oy;
+        for (uint32_t ox = 0; ox < width; ox++) {
+            uint32_t columns = image->width - ox * factor < factor ? image->width - ox * factor : factor;
+            uint32_t count = columns * rows;
+            for (uint32_t c = 0; c < channels; c++) {
+                to[(size_t)ox * channels + c] = (uint8_t)((sums[(size_t)ox * channels + c] + count / 2) / count);
+            }
+        }
+    }
+    free(sums);
+    *out = (cachalot_pixels){pixels, width, height, (uint32_t)row_bytes, channels};
+    return 1;
+}

@@ -56,8 +56,9 @@ public struct Resize: ImageProcessing {
         min(1, self.scale(sourceWidth, sourceHeight))
     }
 
-    /// Resamples with a bicubic filter widened when shrinking (Pillow's `BICUBIC` with
-    /// `reducing_gap` off), alpha premultiplied.
+    /// Resamples with a bicubic filter widened when shrinking (Pillow's `BICUBIC`), after a box
+    /// reduction by a whole factor when shrinking by more than 4 (Pillow's `reducing_gap` 2),
+    /// alpha premultiplied.
     public func process(_ bitmap: Bitmap) throws -> Bitmap {
         let scale =
             self.upscales ? self.scale(bitmap.width, bitmap.height) : min(1, self.scale(bitmap.width, bitmap.height))

@@ -1,19 +1,27 @@
+import CCachalotImageCodecs
 import Foundation
 
 /// Resizes bitmaps with a separable bicubic filter (Keys' cubic, a = −0.5, the one Pillow's
 /// `BICUBIC` uses), widened by the scale factor when shrinking so that every source pixel
 /// counts: a box-like average for large reductions, sharp for small ones.
 ///
+/// A reduction by more than 4 in both directions first shrinks by a whole factor with a box
+/// filter, leaving at least 2 to the bicubic filter, as Pillow's `thumbnail` does
+/// (`reducing_gap` 2): the same picture within a rounding, for a fraction of the work on a
+/// large image that was decoded whole.
+///
 /// Rows are filtered first, then columns, with 8-bit results between the passes, as Pillow does.
 /// RGBA with transparency is filtered premultiplied, so that transparent pixels lend no color
 /// to their neighbours.
 enum Resampler {
-    /// `bitmap` resized to `width` × `height` pixels.
-    static func resize(_ bitmap: Bitmap, width: Int, height: Int) -> Bitmap {
+    /// `bitmap` resized to `width` × `height` pixels; without `reducing`, by the bicubic filter alone.
+    static func resize(_ bitmap: Bitmap, width: Int, height: Int, reducing: Bool = true) -> Bitmap {
         precondition(width > 0 && height > 0, "a bitmap has at least one pixel")
         if width == bitmap.width && height == bitmap.height { return bitmap }
         let premultiplied = bitmap.hasTransparency
-        let source = premultiplied ? Self.premultiplying(bitmap) : bitmap
+        var source = premultiplied ? Self.premultiplying(bitmap) : bitmap
+        let factor = Int(min(Double(source.width) / Double(width), Double(source.height) / Double(height)) / 2)
+        if reducing, factor >= 2, let reduced = Self.reduced(source, by: factor) { source = reduced }
         let columns = Weights(input: source.width, output: width)
         let rows = Weights(input: source.height, output: height)
         let channels = bitmap.format.bytesPerPixel
@@ -144,6 +152,33 @@ enum Resampler {
                 }
             }
         }
+    }
+
+    /// `bitmap` shrunk by a whole `factor` with a box filter, or `nil` if memory ran out.
+    static func reduced(_ bitmap: Bitmap, by factor: Int) -> Bitmap? {
+        var reduced = cachalot_pixels()
+        let made = bitmap.pixels.withUnsafeBytes { bytes in
+            var pixels = cachalot_pixels(
+                pixels: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)),
+                width: UInt32(bitmap.width),
+                height: UInt32(bitmap.height),
+                bytes_per_row: UInt32(bitmap.bytesPerRow),
+                channels: UInt32(bitmap.format.bytesPerPixel)
+            )
+            return cachalot_box_reduce(&pixels, UInt32(factor), &reduced)
+        }
+        guard made != 0 else { return nil }
+        return Bitmap(
+            width: Int(reduced.width),
+            height: Int(reduced.height),
+            format: bitmap.format,
+            bytesPerRow: Int(reduced.bytes_per_row),
+            pixels: Data(
+                bytesNoCopy: reduced.pixels,
+                count: Int(reduced.bytes_per_row) * Int(reduced.height),
+                deallocator: .free
+            )
+        )
     }
 
     private static func premultiplying(_ bitmap: Bitmap) -> Bitmap {

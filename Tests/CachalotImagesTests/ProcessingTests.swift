@@ -1,6 +1,7 @@
-import CachalotImages
 import Foundation
 import Testing
+
+@testable import CachalotImages
 
 @Suite("Resizing and processors")
 struct ProcessingTests {
@@ -43,6 +44,36 @@ struct ProcessingTests {
         let checkerboard = Images.bitmap(width: 64, height: 64, format: .gray8) { x, y in [(x + y) % 2 == 0 ? 0 : 255] }
         let averaged = try Resize(width: 8, height: 8).process(checkerboard)
         #expect((0..<8).allSatisfy { abs(Int(averaged.pixel(x: $0, y: 4)[0]) - 128) <= 2 })
+    }
+
+    @Test("a box reduction averages whole blocks, and partial blocks at the edges")
+    func boxReduction() throws {
+        let gray = Images.bitmap(width: 5, height: 3, format: .gray8) { x, y in [UInt8(x * 10 + y * 100)] }
+        let reduced = try #require(Resampler.reduced(gray, by: 2))
+        #expect(reduced.width == 3 && reduced.height == 2)
+        // (0+10+100+110)/4 = 55, (20+30+120+130)/4 = 75, (40+140)/2 = 90; then the last row alone.
+        #expect(
+            [reduced.pixel(x: 0, y: 0), reduced.pixel(x: 1, y: 0), reduced.pixel(x: 2, y: 0)] == [[55], [75], [90]]
+        )
+        #expect([reduced.pixel(x: 0, y: 1), reduced.pixel(x: 2, y: 1)] == [[205], [240]])
+    }
+
+    @Test("a large reduction through a box reduction first gives the picture the bicubic filter alone gives")
+    func reducingGap() throws {
+        let photo = Images.photo(width: 800, height: 600)
+        let reduced = Resampler.resize(photo, width: 64, height: 48)
+        let direct = Resampler.resize(photo, width: 64, height: 48, reducing: false)
+        var squares = 0.0
+        for y in 0..<48 {
+            for x in 0..<64 {
+                for (a, b) in zip(reduced.pixel(x: x, y: y), direct.pixel(x: x, y: y)) {
+                    squares += (Double(a) - Double(b)) * (Double(a) - Double(b))
+                }
+            }
+        }
+        let psnr = 10 * log10(255 * 255 / max(squares / Double(64 * 48 * 4), 1e-9))
+        #expect(psnr > 35, "PSNR \(psnr) dB")
+        #expect(reduced != direct)
     }
 
     @Test("transparent pixels lend no color to their neighbours")

@@ -135,4 +135,9 @@ int cachalot_has_alpha(const cachalot_pixels *image);
 /// A copy of pixels of 1 or 4 channels as RGBA, rows packed; NULL if memory ran out.
 uint8_t *cachalot_rgba_copy(const cachalot_pixels *image);
 
+/// `image` shrunk by a whole `factor` (2 or more) with a box filter: each pixel out is the rounded
+/// mean of a `factor` × `factor` block (smaller at the right and bottom edges). Returns 0 if
+/// memory ran out; `out->pixels` is allocated with malloc.
+int cachalot_box_reduce(const cachalot_pixels *image, uint32_t factor, cachalot_pixels *out);
+
 #endif
