@@ -177,7 +177,7 @@ public struct ImageDecoder: Sendable {
         frames.reserveCapacity(Int(animation.frame_count))
         for index in 0..<Int(animation.frame_count) {
             // The bitmap takes the frame's pixels; cachalot_animation_free skips a NULL.
-            let bitmap = Self.bitmap(owning: animation.frames[index])
+            let bitmap = Bitmap(owning: animation.frames[index])
             animation.frames[index].pixels = nil
             frames.append(.init(bitmap: bitmap, duration: .milliseconds(animation.durations[index])))
         }
@@ -206,19 +206,7 @@ public struct ImageDecoder: Sendable {
             decode(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &pixels, &message)
         }
         try Self.check(status, message, format)
-        return Self.bitmap(owning: pixels)
-    }
-
-    /// A bitmap that owns pixels a C codec allocated (freed with `free`).
-    private static func bitmap(owning pixels: cachalot_pixels) -> Bitmap {
-        let bytesPerRow = Int(pixels.bytes_per_row)
-        return Bitmap(
-            width: Int(pixels.width),
-            height: Int(pixels.height),
-            format: pixels.channels == 1 ? .gray8 : .rgba8,
-            bytesPerRow: bytesPerRow,
-            pixels: Data(bytesNoCopy: pixels.pixels, count: bytesPerRow * Int(pixels.height), deallocator: .free)
-        )
+        return Bitmap(owning: pixels)
     }
 
     /// Throws the error a C codec's status and message describe, if it failed.

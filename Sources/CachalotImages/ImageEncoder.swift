@@ -63,16 +63,7 @@ public enum ImageEncoder {
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: ImageDecoder.messageSize)
-        let status = bitmap.pixels.withUnsafeBytes { bytes in
-            var pixels = cachalot_pixels(
-                pixels: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)),
-                width: UInt32(bitmap.width),
-                height: UInt32(bitmap.height),
-                bytes_per_row: UInt32(bitmap.bytesPerRow),
-                channels: UInt32(bitmap.format.bytesPerPixel)
-            )
-            return encode(&pixels, &output, &size, &message)
-        }
+        let status = bitmap.withPixels { pixels in encode(pixels, &output, &size, &message) }
         try ImageDecoder.check(status, message, format)
         guard let output else { return Data() }
         return Data(bytesNoCopy: output, count: size, deallocator: .free)

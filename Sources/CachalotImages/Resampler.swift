@@ -157,28 +157,8 @@ enum Resampler {
     /// `bitmap` shrunk by a whole `factor` with a box filter, or `nil` if memory ran out.
     static func reduced(_ bitmap: Bitmap, by factor: Int) -> Bitmap? {
         var reduced = cachalot_pixels()
-        let made = bitmap.pixels.withUnsafeBytes { bytes in
-            var pixels = cachalot_pixels(
-                pixels: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)),
-                width: UInt32(bitmap.width),
-                height: UInt32(bitmap.height),
-                bytes_per_row: UInt32(bitmap.bytesPerRow),
-                channels: UInt32(bitmap.format.bytesPerPixel)
-            )
-            return cachalot_box_reduce(&pixels, UInt32(factor), &reduced)
-        }
-        guard made != 0 else { return nil }
-        return Bitmap(
-            width: Int(reduced.width),
-            height: Int(reduced.height),
-            format: bitmap.format,
-            bytesPerRow: Int(reduced.bytes_per_row),
-            pixels: Data(
-                bytesNoCopy: reduced.pixels,
-                count: Int(reduced.bytes_per_row) * Int(reduced.height),
-                deallocator: .free
-            )
-        )
+        let made = bitmap.withPixels { pixels in cachalot_box_reduce(pixels, UInt32(factor), &reduced) }
+        return made != 0 ? Bitmap(owning: reduced) : nil
     }
 
     private static func premultiplying(_ bitmap: Bitmap) -> Bitmap {
