@@ -27,7 +27,10 @@
  *
  * One thread per connection reads requests (keep-alive) and writes answers; at most WORKERS
  * thumbnails are made at once (a counting semaphore: one per core, as Cachalot's pipeline
- * allows one decode per active processor), each on one thread (vips_concurrency_set(1)).
+ * allows one decode per active processor), each on one thread (vips_concurrency_set(1)) but
+ * for a WebP source: libvips' WebP loader turns on libwebp's `use_threads`, which filters on a
+ * second thread (Cachalot's decoder does not), so that one WebP thumbnail alone uses more than
+ * one core.
  * A request that is not a GET of a known file is answered 404; `Connection: close` is obeyed.
  */
 
