@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -22,6 +23,7 @@ struct CachalotCommand: AsyncParsableCommand {
             HTTP; 4 offline and not in the cache; 5 the answer is not an image that can be decoded (image); 64 the command line was wrong; 130 interrupted \
             (Ctrl-C); 141 standard output was closed by its reader.
             """,
+        version: Self.version,
         subcommands: [
             Get.self, ImageCommand.self, PrefetchCommand.self, List.self, Stats.self, Purge.self, Trim.self, Clear.self,
             Serve.self,
@@ -35,6 +37,15 @@ struct CachalotCommand: AsyncParsableCommand {
         // than as SIGPIPE, which would end it in the middle of a write. SwiftNIO ignores SIGPIPE
         // too, but only once it has opened a socket: an answer from the cache opens none.
         signal(SIGPIPE, SIG_IGN)
-        await Self.main(nil)
+        let arguments: [String]
+        do {
+            arguments = try Serve.environment.arguments(
+                Array(CommandLine.arguments.dropFirst()),
+                environment: ProcessInfo.processInfo.environment
+            )
+        } catch {
+            Self.exit(withError: error)
+        }
+        await Self.main(arguments)
     }
 }

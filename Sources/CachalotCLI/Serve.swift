@@ -21,18 +21,44 @@ struct Serve: AsyncParsableCommand {
               cachalot serve --origin http://127.0.0.1:8000 --listen 127.0.0.1:8080 \\
                 --cache-dir /var/cache/cachalot --max-size 10GB --memory 512MB --admin 127.0.0.1:9090
 
-            Every option can also come from the environment: CACHALOT_ORIGIN, CACHALOT_LISTEN, \
-            CACHALOT_ADMIN, CACHALOT_ADMIN_TOKEN, CACHALOT_MEMORY, CACHALOT_TRUSTED_PROXIES \
-            (comma-separated), CACHALOT_DIR, CACHALOT_MAX_SIZE and CACHALOT_IMAGE_KEY; an option given \
-            on the command line wins. Each request is logged on standard error. SIGTERM or SIGINT stops \
-            accepting, lets requests in flight finish, writes what is pending to disk, and exits 0. \
-            See docs/serve.md.
+            Every option can also come from an environment variable, which keeps secrets such as \
+            --admin-token off the command line; an option given on the command line wins, and an \
+            empty variable counts as unset. The variables: \(Self.environment.help). A flag's \
+            variable is 1 or 0. Each request is logged on standard error (-q: warnings only). \
+            SIGTERM or SIGINT stops accepting, lets requests in flight finish, writes what is \
+            pending to disk, and exits 0. See docs/serve.md.
 
             With --images, paths under /_image/ are resized images of the origin's, in the format \
             the client takes best: /_image/<signature>/<options>/<path on the origin>, such as \
             /_image/<signature>/w256,h256,fill/photos/cat.jpg, signed with HMAC-SHA256 under \
             --image-key (see docs/serve.md). Variants are kept in the cache directory.
             """
+    )
+
+    /// The variable of every option, read by `CachalotCommand.main` before parsing.
+    static let environment = EnvironmentOptions(
+        command: "serve",
+        options: [
+            .init("CACHALOT_ORIGIN", "--origin"),
+            .init("CACHALOT_LISTEN", "--listen"),
+            .init("CACHALOT_ADMIN", "--admin"),
+            .init("CACHALOT_ADMIN_TOKEN", "--admin-token"),
+            .init("CACHALOT_MEMORY", "--memory"),
+            .init("CACHALOT_TRUSTED_PROXIES", "--trusted-proxy", .list(separator: ",")),
+            .init("CACHALOT_TIMEOUT", "--timeout"),
+            .init("CACHALOT_IGNORE_TARGETED_CACHE_CONTROL", "--ignore-targeted-cache-control", .flag),
+            .init("CACHALOT_STALE_IF_UNREACHABLE", "--stale-if-unreachable", .flag),
+            .init("CACHALOT_IMAGES", "--images", .flag),
+            .init("CACHALOT_IMAGE_KEY", "--image-key"),
+            .init("CACHALOT_UNSIGNED_IMAGES", "--unsigned-images", .flag),
+            .init("CACHALOT_IMAGE_MAX_SIZE", "--image-max-size"),
+            .init("CACHALOT_IMAGE_MAX_PIXELS", "--image-max-pixels"),
+            .init("CACHALOT_DIR", "--cache-dir"),
+            .init("CACHALOT_MAX_SIZE", "--max-size"),
+            .init("CACHALOT_OFFLINE", "--offline", .flag),
+            .init("CACHALOT_QUIET", "--quiet", .flag),
+            .init("CACHALOT_SHARED", "--shared", .list(separator: " ")),
+        ]
     )
 
     @OptionGroup var options: GlobalOptions
@@ -97,7 +123,7 @@ struct Serve: AsyncParsableCommand {
     var imageMaximumPixels: Int?
 
     /// The image endpoint the options ask for, keeping its variants in `disk`; `nil` without `--images`.
-    private func imageEndpoint(variants disk: DiskCache, environment: [String: String]) throws -> ImageEndpoint? {
+    private func imageEndpoint(variants disk: DiskCache) throws -> ImageEndpoint? {
         guard self.servesImages else {
             guard self.imageKey == nil, !self.unsignedImages else {
                 throw ValidationError("--image-key and --unsigned-images go with --images.")
@@ -105,7 +131,7 @@ struct Serve: AsyncParsableCommand {
             return nil
         }
         let signing: ImageEndpoint.Signing
-        switch (self.imageKey ?? environment["CACHALOT_IMAGE_KEY"], self.unsignedImages) {
+        switch (self.imageKey, self.unsignedImages) {
         case (nil, false):
             throw ValidationError(
                 "--images needs --image-key (or CACHALOT_IMAGE_KEY), or --unsigned-images to sign nothing."
@@ -144,46 +170,37 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
         try GlobalOptions.validateTimeout(self.timeout)
-        guard let originText = self.origin ?? environment["CACHALOT_ORIGIN"], let origin = URL(string: originText)
-        else {
+        guard !self.options.offline else {
+            throw ValidationError("--offline is for get, prefetch and image: serve forwards every miss to the origin.")
+        }
+        guard let originText = self.origin, let origin = URL(string: originText) else {
             throw ValidationError("Name the origin with --origin http://host:port or CACHALOT_ORIGIN.")
         }
-        let listenText = self.listen ?? environment["CACHALOT_LISTEN"] ?? "127.0.0.1:8080"
+        let listenText = self.listen ?? "127.0.0.1:8080"
         guard let listen = CacheServer.Address(listenText) else {
             throw ValidationError("--listen must be host:port, such as 127.0.0.1:8080; \(listenText) is not.")
         }
         var adminAddress: CacheServer.Address?
-        if let adminText = self.admin ?? environment["CACHALOT_ADMIN"], !adminText.isEmpty {
+        if let adminText = self.admin, !adminText.isEmpty {
             guard let address = CacheServer.Address(adminText) else {
                 throw ValidationError("--admin must be host:port, such as 127.0.0.1:9090; \(adminText) is not.")
             }
             adminAddress = address
         }
-        let memoryText = self.memory ?? environment["CACHALOT_MEMORY"] ?? "512MB"
+        let memoryText = self.memory ?? "512MB"
         guard let memory = memoryText == "0" ? ByteCount(bytes: 0) : ByteCount(argument: memoryText) else {
             throw ValidationError(
                 "--memory (or CACHALOT_MEMORY) must be a size such as 512MB, or 0; \(memoryText) is not."
             )
         }
-        var trusted = Set(self.trustedProxies)
-        if self.trustedProxies.isEmpty, let list = environment["CACHALOT_TRUSTED_PROXIES"] {
-            trusted = Set(list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-        }
-        var options = self.options
-        if options.maximumSize == nil, let size = environment["CACHALOT_MAX_SIZE"] {
-            guard let bytes = ByteCount(argument: size) else {
-                throw ValidationError("CACHALOT_MAX_SIZE must be a size such as 10GB.")
-            }
-            options.maximumSize = bytes
-        }
+        let trusted = Set(self.trustedProxies)
 
         var logger = Logger(label: "cachalot.serve") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = self.options.quiet ? .warning : .info
-        let disk = try options.openCache()
+        let disk = try self.options.openCache()
         // Variants live beside the responses: the directory's size limit covers both.
-        let images = try self.imageEndpoint(variants: disk, environment: environment)
+        let images = try self.imageEndpoint(variants: disk)
         let targets = self.ignoresTargetedFields ? [] : CacheServer.targetedFields
         var loaderConfiguration = ResourceLoader.Configuration(
             rules: CacheRules(
@@ -220,7 +237,7 @@ struct Serve: AsyncParsableCommand {
                         origin: origin,
                         listen: listen,
                         admin: adminAddress,
-                        adminToken: self.adminToken ?? environment["CACHALOT_ADMIN_TOKEN"],
+                        adminToken: self.adminToken,
                         trustedProxies: trusted,
                         metrics: metrics,
                         metricsText: metricsText,
