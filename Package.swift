@@ -132,7 +132,7 @@ let package = Package(
         .systemLibrary(
             name: "CJPEG",
             pkgConfig: "libjpeg",
-            providers: [.apt(["libjpeg62-turbo-dev"]), .brew(["jpeg-turbo"])]
+            providers: [.apt(["libjpeg-dev"]), .brew(["jpeg-turbo"])]
         ),
         .systemLibrary(
             name: "CWebP",
