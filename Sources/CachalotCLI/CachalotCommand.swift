@@ -20,8 +20,9 @@ struct CachalotCommand: AsyncParsableCommand {
             Exit status: 0 success; 1 the cache or the output could not be used, or answers could not \
             be stored; 2 the server answered with an error status (400 to 599) or a redirect that was \
             not followed; 3 the server could not be reached, the transfer broke, or the answer broke \
-            HTTP; 4 offline and not in the cache; 5 the answer is not an image that can be decoded (image); 64 the command line was wrong; 130 interrupted \
-            (Ctrl-C); 141 standard output was closed by its reader.
+            HTTP; 4 offline and not in the cache; 5 the answer is not an image that can be decoded \
+            (image); 64 the command line was wrong; 130 interrupted (Ctrl-C, SIGINT); 141 standard \
+            output was closed by its reader; 143 terminated (SIGTERM).
             """,
         version: Self.version,
         subcommands: [

@@ -101,6 +101,9 @@ struct Get: AsyncParsableCommand {
         } catch {
             transferred = .failure(error)
         }
+        // Interrupted: a body still being read for the cache (which other loads could share)
+        // is dropped with its pump, not read to its end and stored.
+        if Task.isCancelled { loader.cancelBackgroundWork() }
         // Also when interrupted: what was loaded is on disk, and nothing partial is left.
         self.options.warnUnstored(await self.options.finish(loader, disk: disk), in: disk)
         let (answer, bytes): (ResourceStream, Int)

@@ -10,24 +10,27 @@ import Darwin
 
 /// Ctrl-C for commands that download.
 enum Interruption {
-    /// The exit status after an interruption: 128 + SIGINT, as shells report it.
-    static let status: Int32 = 130
+    /// The exit status after an interruption by `signal`, as shells report it: 128 + the
+    /// signal's number, so 130 for SIGINT (Ctrl-C) and 143 for SIGTERM.
+    static func status(after signal: Int32) -> Int32 { 128 + signal }
 
     /// Runs `work`; an interrupt (SIGINT, Ctrl-C) or SIGTERM cancels it, and the command ends
-    /// with status 130 as soon as the work has stopped.
+    /// with status 130 or 143 as soon as the work has stopped, also if it finished meanwhile.
     ///
     /// Cancelling is what keeps the cache whole: a cancelled load abandons its streaming write,
     /// whose temporary file is removed, and stores nothing. A second interrupt ends the process
     /// at once.
     static func cancelling(quiet: Bool, _ work: @escaping @Sendable () async throws -> Void) async throws {
         let task = Task { try await work() }
-        let interrupted = Atomic<Bool>(false)
+        // The signal that interrupted, or 0.
+        let interrupted = Atomic<Int32>(0)
         let sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 signal(number, SIG_DFL)
-                guard !interrupted.exchange(true, ordering: .relaxed) else { return }
+                guard interrupted.compareExchange(expected: 0, desired: number, ordering: .relaxed).exchanged
+                else { return }
                 task.cancel()
             }
             source.resume()
@@ -37,9 +40,13 @@ enum Interruption {
         do {
             try await task.value
         } catch {
-            guard interrupted.load(ordering: .relaxed) else { throw error }
+            let received = interrupted.load(ordering: .relaxed)
+            guard received != 0 else { throw error }
             if !quiet { GlobalOptions.say("cachalot: interrupted; nothing partial was kept") }
-            throw ExitCode(Self.status)
+            throw ExitCode(Self.status(after: received))
         }
+        // The work finished as the signal came: it is whole, but the command was still stopped.
+        let received = interrupted.load(ordering: .relaxed)
+        if received != 0 { throw ExitCode(Self.status(after: received)) }
     }
 }

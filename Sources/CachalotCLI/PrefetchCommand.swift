@@ -27,7 +27,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             revalidated, stale, and each failure with its reason.
 
             Exit status: 0 if every URL was loaded; else the highest status among the failures \
-            (2 an error status, 3 the network, 4 offline and not cached); 130 when interrupted.
+            (2 an error status, 3 the network, 4 offline and not cached); 130 when interrupted, 143 on SIGTERM.
             """
     )
 

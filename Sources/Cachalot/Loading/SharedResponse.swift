@@ -31,8 +31,10 @@ final class SharedResponse: Sendable {
         var pieces: [Data] = []
         var end: Result<Void, any Error>?
         var headWaiters: [CheckedContinuation<Head, Never>] = []
-        /// Loads waiting for a piece or the end: all are woken by either.
-        var pieceWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Loads waiting for a piece or the end, by a number of their own: all are woken by
+        /// either, and one alone when its task is cancelled.
+        var pieceWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var lastWaiter = 0
     }
 
     private let state = Mutex(State())
@@ -76,17 +78,22 @@ final class SharedResponse: Sendable {
     private func wake(_ change: (inout State) -> Void) {
         let waiters = self.state.withLock { state in
             change(&state)
-            defer { state.pieceWaiters = [] }
+            defer { state.pieceWaiters = [:] }
             return state.pieceWaiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters.values { waiter.resume() }
     }
 
     /// The body's piece `index`, waiting until it has arrived; `nil` after the last.
     ///
-    /// - Throws: The error that broke the body.
+    /// A reader whose task is cancelled stops at once, waiting or not: the body goes on arriving
+    /// for the other readers and for the cache.
+    ///
+    /// - Throws: `CancellationError` when the reading task is cancelled; else the error that
+    ///   broke the body.
     func piece(at index: Int) async throws -> Data? {
         while true {
+            try Task.checkCancellation()
             enum Next {
                 case piece(Data)
                 case end(Result<Void, any Error>)
@@ -104,13 +111,23 @@ final class SharedResponse: Sendable {
                 try result.get()
                 return nil
             case .wait:
-                await withCheckedContinuation { continuation in
-                    let isReady = self.state.withLock { state in
-                        let isReady = index < state.pieces.count || state.end != nil
-                        if !isReady { state.pieceWaiters.append(continuation) }
-                        return isReady
+                let waiter = self.state.withLock { state in
+                    state.lastWaiter += 1
+                    return state.lastWaiter
+                }
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        // Cancellation is marked before its handler runs, and both look under the
+                        // lock: a waiter is either never added or removed by the handler.
+                        let isReady = self.state.withLock { state in
+                            let isReady = index < state.pieces.count || state.end != nil || Task.isCancelled
+                            if !isReady { state.pieceWaiters[waiter] = continuation }
+                            return isReady
+                        }
+                        if isReady { continuation.resume() }
                     }
-                    if isReady { continuation.resume() }
+                } onCancel: {
+                    self.state.withLock { $0.pieceWaiters.removeValue(forKey: waiter) }?.resume()
                 }
             }
         }

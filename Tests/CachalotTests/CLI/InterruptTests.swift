@@ -78,4 +78,39 @@ struct InterruptTests {
         #expect(listed == [quick])
         #expect(!origin.requests.contains { $0.path == "/never" })
     }
+
+    @Test(
+        "get of a small storable body, stalled midway, stops at SIGINT or SIGTERM with 130 or 143 and stores nothing",
+        arguments: [SIGINT, SIGTERM]
+    )
+    func interruptedSmallGet(signal: Int32) async throws {
+        // 120 bytes, storable and fresh: a body that collapsed loads may share, read by the
+        // loader's own pump, which once went on after the signal to the body's end and stored it.
+        let origin = try await TestOrigin.start { _ in
+            var reply = TestOrigin.Reply(fields: [("Cache-Control", "max-age=600")], data: Data(count: 120))
+            reply.stall = (10, {})
+            return reply
+        }
+        defer { origin.stop() }
+        let child = try self.tool.start(["get", origin.url("/small").absoluteString])
+        // The signal comes once the first bytes are written out: the head is long past, and
+        // the body is being read.
+        let written = await CommandLineTool.offThePool {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            var total = 0
+            while total < 10 {
+                let count = read(child.output, &buffer, buffer.count)
+                guard count > 0 else { break }
+                total += count
+            }
+            return total
+        }
+        #expect(written == 10)
+        child.send(signal)
+        let run = await CommandLineTool.finish(child)
+        #expect(run.status == 128 + signal, "\(run.errors)")
+        #expect(run.errors.contains("cachalot: interrupted; nothing partial was kept"))
+        let (temporary, listed) = try await self.leftovers()
+        #expect(temporary.isEmpty && listed.isEmpty)
+    }
 }
