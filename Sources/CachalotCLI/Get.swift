@@ -28,6 +28,7 @@ struct Get: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var storage: StorageOptions
     @OptionGroup var shared: SharedOptions
 
     @Argument(help: "The http or https URL to fetch.")
@@ -91,7 +92,8 @@ struct Get: AsyncParsableCommand {
             disk: disk,
             shared: shared,
             policy: self.policy.policy,
-            timeout: self.timeout
+            timeout: self.timeout,
+            storage: self.storage
         )
         var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
@@ -116,7 +118,12 @@ struct Get: AsyncParsableCommand {
         } catch {
             throw Failure(loading: self.url, error)
         }
-        self.report(answer, bytes: bytes, after: ContinuousClock.now - start)
+        self.report(
+            answer,
+            bytes: bytes,
+            unstored: Unstored(answer, bytes: bytes, limit: loader.maximumEntrySize),
+            after: ContinuousClock.now - start
+        )
         if let failure = Failure(answer: answer.response, source: answer.source, for: self.url) { throw failure }
     }
 
@@ -153,12 +160,13 @@ struct Get: AsyncParsableCommand {
         return (answer, bytes)
     }
 
-    private func report(_ answer: ResourceStream, bytes: Int, after elapsed: Duration) {
+    private func report(_ answer: ResourceStream, bytes: Int, unstored: Unstored?, after elapsed: Duration) {
         guard !self.options.quiet, self.verbose || isatty(2) != 0 else { return }
         let source = Self.describe(answer.source)
         var line = "\(source) · \(answer.response.status.code) · \(ByteCount.format(bytes))"
         line += " · \(formatDuration(elapsed))"
         if self.verbose, let age = answer.response.headerFields[.age] { line += " · age \(age) s" }
+        if self.verbose, let unstored { line += " · not stored: \(unstored.description)" }
         if self.verbose, !answer.redirects.isEmpty {
             line += " · via \(answer.redirects.map(\.absoluteString).joined(separator: " → "))"
         }

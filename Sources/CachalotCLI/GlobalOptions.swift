@@ -14,7 +14,10 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(
         name: .customLong("max-size"),
-        help: "The most the cache may hold, such as 500MB or 2GiB; kept for the directory (default: 256 MiB)."
+        help: ArgumentHelp(
+            "The most the cache may hold, such as 500MB or 2GiB; kept for the directory (default: 256 MiB).",
+            discussion: "A response larger than 5 % of it is not stored, unless --max-entry-size says otherwise."
+        )
     )
     var maximumSize: ByteCount?
 
@@ -64,18 +67,21 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// A loader over the cache, with the policy `--offline` or `policy` asks for. `timeout`
-    /// bounds the wait for an answer's head, and the wait between two pieces of its body.
+    /// bounds the wait for an answer's head, and the wait between two pieces of its body;
+    /// `storage` gives the largest response stored.
     func makeLoader(
         disk: DiskCache,
         shared: PostgresCache?,
         policy: CachePolicy = .useProtocolCachePolicy,
         timeout: Double,
+        storage: StorageOptions,
         connectionsPerHost: Int? = nil
     ) throws -> ResourceLoader {
         var configuration = ResourceLoader.Configuration(policy: self.offline ? .returnCacheDataDontLoad : policy)
         // One run answers each URL about once: the disk is its cache, and a memory tier only work.
         configuration.memoryCostLimit = 0
         if let connectionsPerHost { configuration.maximumConnectionsPerHost = connectionsPerHost }
+        configuration.maximumEntrySize = storage.maximumEntrySize?.bytes
         let timeout = Duration.milliseconds(Int64(timeout * 1_000))
         return try ResourceLoader(
             configuration: configuration,

@@ -31,6 +31,7 @@ struct ImageCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var storage: StorageOptions
     @OptionGroup var shared: SharedOptions
 
     @Argument(help: "The http or https URL of the image.")
@@ -116,7 +117,8 @@ struct ImageCommand: AsyncParsableCommand {
             disk: disk,
             shared: shared,
             policy: .useProtocolCachePolicy,
-            timeout: 30
+            timeout: 30,
+            storage: self.storage
         )
         // Variants live in the same directory: its size limit, purge, trim and clear cover them.
         let pipeline = try ImagePipeline(loader: loader, variants: disk)

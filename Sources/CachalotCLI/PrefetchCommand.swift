@@ -32,6 +32,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var storage: StorageOptions
     @OptionGroup var shared: SharedOptions
 
     @Argument(help: "The http or https URLs to load.")
@@ -54,21 +55,24 @@ struct PrefetchCommand: AsyncParsableCommand {
 
     /// How one URL's load ended.
     enum Outcome: Sendable {
-        case loaded(Resource.Source, status: Int, bytes: Int, url: String)
+        /// Loaded: `bytes` of its body read, and why it was not stored if it was not.
+        case loaded(Resource.Source, status: Int, bytes: Int, url: String, unstored: Unstored?)
         case failed(Failure)
 
         var bytes: Int {
-            if case .loaded(_, _, let bytes, _) = self { return bytes }
+            if case .loaded(_, _, let bytes, _, _) = self { return bytes }
             return 0
         }
 
         /// The outcome's line when standard error is not a terminal.
         var line: String {
             switch self {
-            case .loaded(let source, let status, let bytes, let url):
-                "\(PrefetchCommand.kind(source).padding(toLength: 13, withPad: " ", startingAt: 0))  \(status)  \(ByteCount.format(bytes))  \(url)"
+            case .loaded(let source, let status, let bytes, let url, let unstored):
+                let kind = unstored == nil ? PrefetchCommand.kind(source) : "not stored"
+                return "\(kind.padding(toLength: 13, withPad: " ", startingAt: 0))  \(status)  "
+                    + "\(ByteCount.format(bytes))  \(url)" + (unstored.map { " (\($0.description))" } ?? "")
             case .failed(let failure):
-                "failed         \(failure.message)"
+                return "failed         \(failure.message)"
             }
         }
     }
@@ -132,6 +136,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             shared: shared,
             policy: self.policy.policy,
             timeout: self.timeout,
+            storage: self.storage,
             connectionsPerHost: max(6, self.concurrency)
         )
         let style: ProgressDisplay.Style = self.options.quiet ? .none : isatty(2) != 0 ? .bar : .lines
@@ -177,17 +182,27 @@ struct PrefetchCommand: AsyncParsableCommand {
     ) async -> Outcome? {
         let outcome: Outcome
         do {
-            let resource = try await loader.load(url.url) { progress in
-                display.received(progress.received, index: index)
-            }
-            if let failure = Failure(answer: resource, for: url.text) {
+            // Streamed, so that no body is held or spooled for this command, which only stores.
+            let answer = try await loader.stream(HTTPRequest(method: .get, url: url.url))
+            if let failure = Failure(answer: answer.response, source: answer.source, for: url.text) {
                 outcome = .failed(failure)
             } else {
+                var bytes = 0
+                // Read only while the body may be stored: one that will not be is left unread,
+                // and one that outgrows the largest entry (an endless one) is dropped there.
+                if Unstored(answer, bytes: 0, limit: loader.maximumEntrySize) == nil {
+                    for try await piece in answer.body {
+                        bytes += piece.count
+                        display.received(bytes, index: index)
+                        if answer.source == .network && bytes > loader.maximumEntrySize { break }
+                    }
+                }
                 outcome = .loaded(
-                    resource.source,
-                    status: resource.response.status.code,
-                    bytes: resource.body.count,
-                    url: url.text
+                    answer.source,
+                    status: answer.response.status.code,
+                    bytes: bytes,
+                    url: url.text,
+                    unstored: Unstored(answer, bytes: bytes, limit: loader.maximumEntrySize)
                 )
             }
         } catch is CancellationError {
@@ -202,23 +217,29 @@ struct PrefetchCommand: AsyncParsableCommand {
     private func summarize(_ outcomes: [Outcome], after elapsed: Duration) {
         var counts: [String: (count: Int, bytes: Int)] = [:]
         var failures: [String] = []
+        var unstored: [String: Int] = [:]
         for outcome in outcomes {
             switch outcome {
-            case .loaded(let source, _, let bytes, _):
-                counts[Self.kind(source), default: (0, 0)].count += 1
-                counts[Self.kind(source), default: (0, 0)].bytes += bytes
+            case .loaded(let source, _, let bytes, _, let reason):
+                let kind = reason == nil ? Self.kind(source) : "not stored"
+                counts[kind, default: (0, 0)].count += 1
+                counts[kind, default: (0, 0)].bytes += bytes
+                if let reason { unstored[reason.description, default: 0] += 1 }
             case .failed(let failure):
                 failures.append(failure.message)
             }
         }
         if !self.options.quiet {
-            var parts = ["fetched", "already fresh", "revalidated", "stale"].compactMap { kind in
+            var parts = ["fetched", "already fresh", "revalidated", "stale", "not stored"].compactMap { kind in
                 counts[kind].map { "\($0.count) \(kind) (\(ByteCount.format($0.bytes)))" }
             }
             parts.append("\(failures.count) failed")
             GlobalOptions.say(
                 "\(outcomes.count) URLs in \(formatDuration(elapsed)): " + parts.joined(separator: ", ")
             )
+            for (reason, count) in unstored.sorted(by: { $0.key < $1.key }) {
+                GlobalOptions.say("  \(count) not stored: \(reason)")
+            }
         }
         for failure in failures { GlobalOptions.say("  \(failure)") }
     }

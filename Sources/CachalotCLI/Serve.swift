@@ -55,6 +55,7 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_IMAGE_MAX_PIXELS", "--image-max-pixels"),
             .init("CACHALOT_DIR", "--cache-dir"),
             .init("CACHALOT_MAX_SIZE", "--max-size"),
+            .init("CACHALOT_MAX_ENTRY_SIZE", "--max-entry-size"),
             .init("CACHALOT_OFFLINE", "--offline", .flag),
             .init("CACHALOT_QUIET", "--quiet", .flag),
             .init("CACHALOT_SHARED", "--shared", .list(separator: " ")),
@@ -62,6 +63,7 @@ struct Serve: AsyncParsableCommand {
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var storage: StorageOptions
     @OptionGroup var shared: SharedOptions
 
     @Option(help: "The origin to forward to, as http://host[:port][/base].")
@@ -213,6 +215,7 @@ struct Serve: AsyncParsableCommand {
         loaderConfiguration.metrics = MetricsConfiguration(label: "cachalot_loader", factory: metrics.factory)
         loaderConfiguration.maximumRedirects = 0
         loaderConfiguration.memoryCostLimit = memory.bytes
+        loaderConfiguration.maximumEntrySize = self.storage.maximumEntrySize?.bytes
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
         loaderConfiguration.maximumConnectionsPerHost = 256
         let timeout = Duration.milliseconds(Int64(self.timeout * 1_000))

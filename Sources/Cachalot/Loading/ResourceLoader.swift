@@ -41,7 +41,10 @@ public final class ResourceLoader: Sendable {
     let sharedResponses = SharedResponses()
     let hosts: HostLimiter
     let counters: LoaderCounters
-    let maximumEntrySize: Int
+    /// The largest body this loader stores, in bytes: ``Configuration/maximumEntrySize``, or
+    /// the share of the disk or memory tier's limit that it defaults to. A larger response is
+    /// answered but not stored.
+    public let maximumEntrySize: Int
     /// Background revalidations in flight, by key.
     private let revalidations = Mutex<[ResponseKey: Task<Void, Never>]>([:])
     /// Bodies read from the origin for loads that share them, by their shared response.
