@@ -14,6 +14,11 @@ import Darwin
 /// name (a link there is replaced, not followed). Anything else the name leads to (a FIFO, a
 /// terminal, `/dev/stdout`, a device, also through a link) is written directly, as curl does:
 /// renaming a regular file over a device would replace it.
+///
+/// The writer holds an `flock` on its new file until it is done. A writer killed meanwhile
+/// (`SIGKILL`) leaves the file behind, hidden by its leading dot; the next write to the same name
+/// removes such files: those of this naming that no process holds and that nobody has written
+/// to for a minute.
 final class OutputFile {
     struct WriteError: Error, CustomStringConvertible {
         let description: String
@@ -43,11 +48,44 @@ final class OutputFile {
         }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
+        let prefix = ".\(url.lastPathComponent).cachalot-"
+        Self.removeLeftovers(startingWith: prefix, in: directory)
         let random = (0..<2).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
-        let temporary = "\(directory)/.\(url.lastPathComponent).cachalot-\(random)"
+        let temporary = "\(directory)/\(prefix)\(random)"
         self.descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard self.descriptor >= 0 else { throw Self.error(path, errno) }
+        // Held until the descriptor closes, or the process ends however it ends.
+        _ = flock(self.descriptor, LOCK_EX | LOCK_NB)
         self.temporary = temporary
+    }
+
+    /// How long a file must have gone unwritten before it counts as left behind: a writer takes
+    /// its lock just after creating its file, and this covers the moment between.
+    static let leftoverAge: TimeInterval = 60
+
+    /// Removes the files in `directory` whose names start with `prefix` (new files of writers to
+    /// one name) that were left behind: regular files of this user, not locked by a writer, and
+    /// unwritten for ``leftoverAge``. Nothing else is touched, and no link is followed.
+    private static func removeLeftovers(startingWith prefix: String, in directory: String) {
+        guard let listing = opendir(directory) else { return }
+        defer { closedir(listing) }
+        let now = Date().timeIntervalSince1970
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix(prefix) else { continue }
+            let path = "\(directory)/\(name)"
+            let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_uid == geteuid(),
+                now - TimeInterval(Self.modified(status)) >= Self.leftoverAge,
+                flock(descriptor, LOCK_EX | LOCK_NB) == 0
+            else { continue }
+            unlink(path)
+        }
     }
 
     deinit {
@@ -117,6 +155,15 @@ final class OutputFile {
     /// Writes `data` to standard output.
     static func standardOutput(_ data: Data) throws {
         try OutputFile(path: nil).write(data)
+    }
+
+    /// When the file `status` describes was last written, in seconds since 1970.
+    private static func modified(_ status: stat) -> Int {
+        #if canImport(Glibc)
+        Int(status.st_mtim.tv_sec)
+        #else
+        Int(status.st_mtimespec.tv_sec)
+        #endif
     }
 
     private static func error(_ path: String, _ number: Int32) -> WriteError {
