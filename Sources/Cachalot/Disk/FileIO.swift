@@ -77,20 +77,48 @@ enum FileIO {
     }
 
     /// Removes `name` in the open `directory`: a file, a symbolic link (never what it points
-    /// to) or an empty directory. A missing name is not an error. Returns whether it removed
-    /// something.
+    /// to), or a directory with what it holds (one planted where a file belongs), its links
+    /// never followed. A missing name is not an error. Returns whether it removed something.
+    ///
+    /// - Throws: ``CacheError`` with the errno of the first thing that could not be removed
+    ///   (`EACCES` for another user's, `ELOOP` for directories nested more than
+    ///   ``largestRemovedDepth`` deep); what could be removed is gone.
     @discardableResult
     static func removeFile(
         named name: String,
         in directory: Int32,
         path: @autoclosure () -> String
     ) throws(CacheError) -> Bool {
+        try Self.removeFile(named: name, in: directory, path: path(), depth: 0)
+    }
+
+    /// How deep ``removeFile(named:in:path:)`` goes into a directory planted in the cache.
+    static let largestRemovedDepth = 32
+
+    private static func removeFile(
+        named name: String,
+        in directory: Int32,
+        path: String,
+        depth: Int
+    ) throws(CacheError) -> Bool {
         if unlinkat(directory, name, 0) == 0 { return true }
         let error = errno
         if error == ENOENT { return false }
-        // A directory where a file belongs (EISDIR on Linux, EPERM on Darwin): remove it if empty.
-        if error == EISDIR || error == EPERM, unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
-        throw Self.error("remove", path(), error)
+        // A directory where a file belongs: EISDIR on Linux, EPERM on Darwin.
+        guard error == EISDIR || error == EPERM else { throw Self.error("remove", path, error) }
+        if unlinkat(directory, name, AT_REMOVEDIR) == 0 { return true }
+        guard errno == ENOTEMPTY || errno == EEXIST else { throw Self.error("remove", path, errno) }
+        guard depth < Self.largestRemovedDepth else { throw Self.error("remove", path, ELOOP) }
+        let inner = openat(directory, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard inner >= 0 else { throw Self.error("remove", path, errno) }
+        defer { Self.closeDescriptor(inner) }
+        for child in try Self.names(in: inner, path: path) {
+            _ = try Self.removeFile(named: child, in: inner, path: "\(path)/\(child)", depth: depth + 1)
+        }
+        guard unlinkat(directory, name, AT_REMOVEDIR) == 0 || errno == ENOENT else {
+            throw Self.error("remove", path, errno)
+        }
+        return true
     }
 
     /// The size of the open file, and whether it is a regular file.
