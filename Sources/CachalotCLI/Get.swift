@@ -87,7 +87,7 @@ struct Get: AsyncParsableCommand {
 
     private func fetch(shared: PostgresCache?) async throws {
         let start = ContinuousClock.now
-        let disk = try self.options.openCache()
+        let disk = try self.options.openCacheForLoading()
         let loader = try self.options.makeLoader(
             disk: disk,
             shared: shared,

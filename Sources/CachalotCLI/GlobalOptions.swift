@@ -45,32 +45,67 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the cache, or fails with a message that says what to do.
     ///
     /// The size limit is `--max-size`, which is then kept for the directory, else the one kept,
-    /// else the disk tier's default.
+    /// else the disk tier's default. If the limit cannot be kept (a full disk), the command goes
+    /// on with it after a warning.
     func openCache() throws -> DiskCache {
         let directory = self.resolvedCacheDirectory()
-        let kept = ToolState.read(from: directory)?.maximumSize
         do {
-            var configuration = DiskCache.Configuration()
-            if let size = self.maximumSize?.bytes ?? kept { configuration.sizeLimit = size }
-            let cache = try DiskCache(directory: directory, configuration: configuration)
-            if let size = self.maximumSize?.bytes, size != kept {
-                try ToolState.update(in: directory) { $0.maximumSize = size }
-            }
-            return cache
+            return try self.makeCache(in: directory)
         } catch {
-            throw Failure(
-                .cacheUnusable,
-                "cannot use the cache directory \(directory.path): \(Failure.describe(error)) "
-                    + "(choose another with --cache-dir or CACHALOT_DIR)"
-            )
+            throw self.unusable(directory, error)
         }
+    }
+
+    /// Opens the cache for a command that loads and hands the answer on (`get`): as
+    /// ``openCache()`` does, except that a cache that cannot be made for want of space is no
+    /// reason to withhold the answer. The command then goes on without it, after a warning.
+    func openCacheForLoading() throws -> DiskCache? {
+        let directory = self.resolvedCacheDirectory()
+        do {
+            return try self.makeCache(in: directory)
+        } catch where error.code == .outOfSpace {
+            if !self.quiet {
+                Self.say("cachalot: warning: \(self.unusable(directory, error).message); going on without it")
+            }
+            return nil
+        } catch {
+            throw self.unusable(directory, error)
+        }
+    }
+
+    private func makeCache(in directory: URL) throws(CacheError) -> DiskCache {
+        let kept = ToolState.read(from: directory)?.maximumSize
+        var configuration = DiskCache.Configuration()
+        if let size = self.maximumSize?.bytes ?? kept { configuration.sizeLimit = size }
+        let cache = try DiskCache(directory: directory, configuration: configuration)
+        if let size = self.maximumSize?.bytes, size != kept {
+            do {
+                try ToolState.update(in: directory) { $0.maximumSize = size }
+            } catch {
+                if !self.quiet {
+                    Self.say(
+                        "cachalot: warning: --max-size could not be kept for \(directory.path) (\(error)); "
+                            + "it holds for this run"
+                    )
+                }
+            }
+        }
+        return cache
+    }
+
+    private func unusable(_ directory: URL, _ error: any Error) -> Failure {
+        Failure(
+            .cacheUnusable,
+            "cannot use the cache directory \(directory.path): \(Failure.describe(error)) "
+                + "(choose another with --cache-dir or CACHALOT_DIR)"
+        )
     }
 
     /// A loader over the cache, with the policy `--offline` or `policy` asks for. `timeout`
     /// bounds the wait for an answer's head, and the wait between two pieces of its body;
     /// `storage` gives the largest response stored.
     func makeLoader(
-        disk: DiskCache,
+        disk: DiskCache?,
         shared: PostgresCache?,
         policy: CachePolicy = .useProtocolCachePolicy,
         timeout: Double,
@@ -130,16 +165,16 @@ struct GlobalOptions: ParsableArguments {
     /// Ends a run's loading: waits until what was loaded is stored, adds the run's counts to
     /// `cachalot.state`, and returns how many answers could not be stored.
     @discardableResult
-    func finish(_ loader: ResourceLoader, disk: DiskCache) async -> Int {
+    func finish(_ loader: ResourceLoader, disk: DiskCache?) async -> Int {
         await loader.waitForBackgroundWork()
         let statistics = loader.statistics
-        ToolState.record(statistics, in: disk.directory)
+        if let disk { ToolState.record(statistics, in: disk.directory) }
         return statistics.storageFailures
     }
 
     /// Warns that answers could not be stored in `disk` (the answers stand).
-    func warnUnstored(_ count: Int, in disk: DiskCache) {
-        guard count > 0, !self.quiet else { return }
+    func warnUnstored(_ count: Int, in disk: DiskCache?) {
+        guard count > 0, !self.quiet, let disk else { return }
         Self.say(
             "cachalot: warning: \(count) answer(s) could not be stored in \(disk.directory.path) "
                 + "(free some disk space, or lower --max-size)"

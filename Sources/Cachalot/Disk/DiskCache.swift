@@ -267,7 +267,12 @@ public final class DiskCache: DataCaching {
                     }
                 }
             }
-            try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
+            // A compaction only: the journal as appended already says that every entry is gone.
+            // On a full disk it waits for a later change (an empty cache's journal may need
+            // space to be written anew, and no space is freed for it).
+            do throws(CacheError) {
+                try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
+            } catch where error.code == .outOfSpace {}
             try Self.report(kept: kept)
         }
     }
