@@ -77,6 +77,9 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// Runs the databases' connection pools until the task is cancelled (or, in a
     /// `ServiceGroup`, until graceful shutdown). It connects to each database at once and makes
     /// its schema ready, so that the first loads find a connection open.
+    ///
+    /// - Throws: Nothing in practice: a database that cannot be reached is logged and counted as
+    ///   an outage, and ``run()`` goes on; the signature is `Service`'s.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
@@ -107,6 +110,15 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     // MARK: - AsyncDataCaching
 
+    /// The entry stored for `key`, from the one database that holds it; `nil` if none is stored,
+    /// or if the row found is damaged (its key or CRC-32C does not match) or older than
+    /// ``Configuration/maximumAge``, in which case it is removed.
+    ///
+    /// - Throws: ``CacheError/Code/unavailable`` if the database is down (within
+    ///   ``Configuration/retryInterval`` of a failure), fails, or does not answer within
+    ///   ``Configuration/readTimeout``, or the caller was cancelled;
+    ///   ``CacheError/Code/invalidConfiguration`` if its schema is of a version this code does not
+    ///   know. A ``ResourceLoader`` reads either as a miss.
     public func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry? {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
@@ -140,6 +152,14 @@ public final class PostgresCache: AsyncDataCaching, Service {
         return DataCacheEntry(key: key, data: row.value, metadata: row.metadata, created: created)
     }
 
+    /// Stores `data` and `metadata` for `key` in the database that holds it, replacing any entry,
+    /// dated by the cache's clock. A write that finds the database over ``Configuration/maximumSize``,
+    /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
+    /// not an error.
+    ///
+    /// - Throws: ``CacheError/Code/unavailable`` if the database is down, fails, or does not
+    ///   answer within ``Configuration/writeTimeout``; ``CacheError/Code/invalidConfiguration``
+    ///   if its schema is of a version this code does not know.
     public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
@@ -163,6 +183,10 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Removes the entry for `key` from the database that holds it.
+    ///
+    /// - Returns: Whether there was one.
+    /// - Throws: as ``set(_:forKey:metadata:)``.
     @discardableResult
     public func removeValue(forKey key: String) async throws(CacheError) -> Bool {
         let digest = KeyDigest(key: key)
@@ -172,6 +196,13 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Removes from every database each entry that `isRemoved` accepts, given its key and
+    /// metadata. It reads the keys and metadata of the whole table and deletes a row a
+    /// statement, within ten write timeouts per database: for purges, not for a hot path.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: the error of the last database that failed (as ``set(_:forKey:metadata:)``
+    ///   says), after the others were purged.
     public func removeValues(
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) async throws(CacheError) -> Int {
@@ -212,6 +243,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Empties the entries' table of every database, and zeroes its counts, one database after
+    /// the other.
+    ///
+    /// - Throws: as ``set(_:forKey:metadata:)``, at the first database that fails; the ones after
+    ///   it are left as they were.
     public func removeAll() async throws(CacheError) {
         for database in self.databases {
             try await database.perform("clearing", timeout: self.writeTimeout) { connection in
@@ -235,7 +271,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
         /// The bytes of their keys, values and metadata.
         public var bytes: Int
 
-        /// Creates a usage.
+        /// Creates a usage of `entries` entries holding `bytes` bytes.
         public init(entries: Int, bytes: Int) {
             self.entries = entries
             self.bytes = bytes
