@@ -131,6 +131,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
         /// never stored.
         public static let invalidResponse = Code(base: .invalidResponse)
 
+        /// The code's name, such as `transport`.
         public var description: String { "\(self.base)" }
     }
 
@@ -142,12 +143,18 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
     public var underlying: (any Error)?
 
     /// Creates an error; transports may throw one too.
+    ///
+    /// - Parameters:
+    ///   - code: The kind of failure.
+    ///   - message: What happened and what to do about it.
+    ///   - underlying: The transport's error. Default: `nil`.
     public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
+    /// `LoadError.<code>: <message>`.
     public var description: String {
         "LoadError.\(self.code): \(self.message)"
     }

@@ -80,8 +80,18 @@ extension ResourceLoader {
 
     /// How urgent a load is: among the requests waiting for a host, higher goes first.
     public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable {
-        case veryLow, low, normal, high, veryHigh
+        /// Below ``low``.
+        case veryLow
+        /// For work ahead of need: the default of ``ResourceLoader/prefetch(_:priority:)``.
+        case low
+        /// The default of a load.
+        case normal
+        /// Above ``normal``.
+        case high
+        /// The most urgent.
+        case veryHigh
 
+        /// Whether `lhs` is less urgent than `rhs`.
         public static func < (lhs: Priority, rhs: Priority) -> Bool {
             lhs.rawValue < rhs.rawValue
         }

@@ -69,6 +69,11 @@ extension ResourceLoader {
     /// largest entry stored). A request holds its place among
     /// ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
     ///
+    /// - Parameters:
+    ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
+    ///   - body: The body to send, for methods that have one. Default: `nil`.
+    ///   - policy: How this load uses the cache. Default: `nil`, the configuration's.
+    ///   - priority: How soon it goes if it has to wait for its host. Default: `.normal`.
     /// - Returns: The response head, where it came from, and the body to read.
     /// - Throws: ``LoadError`` as `load` does, before the head; reading the body throws
     ///   ``LoadError`` if it breaks off or ends before its `Content-Length`.

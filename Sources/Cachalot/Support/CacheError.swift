@@ -44,6 +44,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         /// did not answer in time.
         public static let unavailable = Code(.unavailable)
 
+        /// The code in words, such as `out of space`.
         public var description: String {
             switch self.base {
             case .invalidConfiguration: "invalid configuration"
@@ -73,6 +74,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
+    /// The code in words, then the message: `out of space: …`.
     public var description: String {
         "\(self.code): \(self.message)"
     }
