@@ -6,7 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
-/// An ``HTTPTransport`` on AsyncHTTPClient: SwiftNIO's HTTP client, for servers and Linux.
+/// An `HTTPTransport` on AsyncHTTPClient: SwiftNIO's HTTP client, for servers and Linux.
 ///
 /// ```swift
 /// let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk)
@@ -83,7 +83,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// it arrives, with its body to read as it comes. An idempotent request that meets a pooled
     /// connection the origin has just closed is sent once more.
     ///
-    /// - Throws: ``LoadError`` with code `invalidRequest` if the request has no absolute `http` or
+    /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute `http` or
     ///   `https` URL with a host, or its port is outside 1–65535; `transport` if the client
     ///   followed a redirect (a client not made with ``clientConfiguration(idleTimeout:)``);
     ///   `invalidResponse` for a status outside 0–999; and AsyncHTTPClient's `HTTPClientError`

@@ -69,8 +69,8 @@ extension ImagePipeline {
     /// Memory, bounded on its own, keeps its bitmaps; ``clearAll()`` empties it too.
     ///
     /// - Returns: How many entries were removed, originals and variants.
-    /// - Throws: ``CacheError`` if a disk could not be read or changed, or `variants` is not a
-    ///   ``DiskCache``, which alone knows when its entries were made.
+    /// - Throws: `CacheError` if a disk could not be read or changed, or `variants` is not a
+    ///   `DiskCache`, which alone knows when its entries were made.
     @discardableResult
     public func purge(olderThan date: Date) async throws(CacheError) -> Int {
         var removed = 0
@@ -88,7 +88,7 @@ extension ImagePipeline {
 
     /// Removes every bitmap from memory, every variant, and every response the loader stored.
     ///
-    /// - Throws: ``CacheError`` if `variants` or one of the loader's tiers could not be emptied;
+    /// - Throws: `CacheError` if `variants` or one of the loader's tiers could not be emptied;
     ///   memory is emptied first, whatever happens after.
     public func clearAll() async throws(CacheError) {
         self.memory.removeAll()
@@ -97,10 +97,10 @@ extension ImagePipeline {
     }
 
     /// The bytes on disk of originals (the loader's disk tier) and variants together; `nil` if
-    /// either is kept in something other than a ``DiskCache``. A pipeline without `variants`
+    /// either is kept in something other than a `DiskCache`. A pipeline without `variants`
     /// counts the originals alone.
     ///
-    /// - Throws: ``CacheError`` with code `fileSystem` if a disk cache's lock or journal could not be
+    /// - Throws: `CacheError` with code `fileSystem` if a disk cache's lock or journal could not be
     ///   read.
     public var diskSize: Int? {
         get throws(CacheError) {

@@ -4,7 +4,7 @@ import HTTPTypes
 import Synchronization
 
 /// Loads images as decoded, processed bitmaps: from memory, else the processed variant's bytes
-/// from disk, else the original's bytes through a ``ResourceLoader`` (memory, disk, network),
+/// from disk, else the original's bytes through a `ResourceLoader` (memory, disk, network),
 /// decoded and processed.
 ///
 /// ```swift
@@ -37,7 +37,7 @@ public final class ImagePipeline: Sendable {
     /// ```
     public struct Configuration: Sendable {
         /// The most memory the decoded bitmaps may hold, in bytes. Default: `nil`, the
-        /// ``MemoryCache`` default (a share of the machine's memory). As in any `MemoryCache`, one
+        /// `MemoryCache` default (a share of the machine's memory). As in any `MemoryCache`, one
         /// bitmap may take at most a tenth of it; a larger one is answered but not kept.
         public var memoryCostLimit: Int?
         /// How many images may be decoded and processed at once; at least 1. Default: the number
@@ -61,7 +61,7 @@ public final class ImagePipeline: Sendable {
         ///
         /// - Parameters:
         ///   - memoryCostLimit: The most bytes of decoded bitmaps kept in memory. Default: `nil`,
-        ///     the ``MemoryCache`` default.
+        ///     the `MemoryCache` default.
         ///   - maximumConcurrentDecodes: How many images are decoded and processed at once.
         ///     Default: the active processors.
         ///   - decoder: The decoder. Default: `ImageDecoder()`.
@@ -104,11 +104,11 @@ public final class ImagePipeline: Sendable {
     ///
     /// - Parameters:
     ///   - loader: Loads the originals' bytes, with its own caches.
-    ///   - variants: Where processed variants' bytes are kept, usually a ``DiskCache`` of its own;
+    ///   - variants: Where processed variants' bytes are kept, usually a `DiskCache` of its own;
     ///     `nil` to keep them in memory only.
     ///   - configuration: Limits, decoder and encodings. Default: `Configuration()`.
     ///   - now: The wall clock by which variants expire. Default: `WallClock.now`. Tests inject one.
-    /// - Throws: ``CacheError`` with code `invalidConfiguration` if
+    /// - Throws: `CacheError` with code `invalidConfiguration` if
     ///   ``Configuration/maximumConcurrentDecodes`` is less than 1, or if the memory cache refuses
     ///   ``Configuration/memoryCostLimit`` (not positive).
     public init(
@@ -156,7 +156,7 @@ public final class ImagePipeline: Sendable {
     ///   - processors: What to do to it, in order. Default: none, the original decoded.
     ///   - priority: The loader's priority for the original. Default: `.normal`.
     /// - Throws: ``ImageError`` if the answer is not an image that can be decoded (including an
-    ///   error status), ``LoadError`` if it could not be loaded, `CancellationError`, or what a
+    ///   error status), `LoadError` if it could not be loaded, `CancellationError`, or what a
     ///   processor throws.
     public func image(
         for url: URL,

@@ -34,7 +34,7 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads a URL.
     ///
-    /// - Throws: ``CacheError/Code/invalidConfiguration`` if it is not a `postgres://` URL with
+    /// - Throws: `CacheError.Code.invalidConfiguration` if it is not a `postgres://` URL with
     ///   a user and a host.
     public init(_ string: String) throws(CacheError) {
         guard let components = URLComponents(string: string),

@@ -7,7 +7,7 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// A store of bytes and metadata in PostgreSQL, shared by every machine that names the same
-/// databases: the shared tier of a fleet's ``ResourceLoader``s, below their memory and disk.
+/// databases: the shared tier of a fleet's `ResourceLoader`s, below their memory and disk.
 ///
 /// ```swift
 /// let shared = try PostgresCache(
@@ -28,7 +28,7 @@ import ServiceLifecycle
 ///   digest: adding a database moves about 1/*n* of the keys (they are misses once, then
 ///   written where they now belong).
 /// - The schema is created on first use if it is absent (``prepare()`` does it at once). A
-///   schema of another version is a clear error (``CacheError/Code/invalidConfiguration``).
+///   schema of another version is a clear error (`CacheError.Code.invalidConfiguration`).
 /// - A row is read whole and checked: its key is compared with the key asked for, and its
 ///   CRC-32C with its bytes and metadata. A row that fails, or is older than
 ///   ``Configuration/maximumAge``, reads as a miss and is removed.
@@ -39,7 +39,7 @@ import ServiceLifecycle
 ///   than ``Configuration/readTimeout`` are misses, a database that fails is left alone for
 ///   ``Configuration/retryInterval`` (its reads are misses at once), the outage is logged once
 ///   and counted, and the database is used again when it answers. Errors are thrown as
-///   ``CacheError/Code/unavailable``, which a ``ResourceLoader`` reads as a miss.
+///   `CacheError.Code.unavailable`, which a `ResourceLoader` reads as a miss.
 ///
 /// The pools connect only while ``run()`` runs: run it for as long as the cache is used.
 public final class PostgresCache: AsyncDataCaching, Service {
@@ -57,7 +57,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
     ///   - logger: Where outages are logged (once each, as a warning) and recoveries (info).
     ///     Default: nowhere.
     ///   - metrics: Where the counters of ``statistics`` are reported too. Default: nowhere.
-    /// - Throws: ``CacheError/Code/invalidConfiguration`` if the configuration is invalid.
+    /// - Throws: `CacheError.Code.invalidConfiguration` if the configuration is invalid.
     public init(
         configuration: Configuration,
         now: @escaping @Sendable () -> Date = { Date() },
@@ -95,8 +95,8 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     /// Makes sure every database has the schema, creating it where it is absent.
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be reached;
-    ///   ``CacheError/Code/invalidConfiguration`` if one has a schema of another version.
+    /// - Throws: `CacheError.Code.unavailable` if a database cannot be reached;
+    ///   `CacheError.Code.invalidConfiguration` if one has a schema of another version.
     public func prepare() async throws(CacheError) {
         for database in self.databases {
             try await database.perform("preparing the schema", timeout: self.configuration.writeTimeout) { _ in }
@@ -114,11 +114,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// or if the row found is damaged (its key or CRC-32C does not match) or older than
     /// ``Configuration/maximumAge``, in which case it is removed.
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if the database is down (within
+    /// - Throws: `CacheError.Code.unavailable` if the database is down (within
     ///   ``Configuration/retryInterval`` of a failure), fails, or does not answer within
     ///   ``Configuration/readTimeout``, or the caller was cancelled;
-    ///   ``CacheError/Code/invalidConfiguration`` if its schema is of a version this code does not
-    ///   know. A ``ResourceLoader`` reads either as a miss.
+    ///   `CacheError.Code.invalidConfiguration` if its schema is of a version this code does not
+    ///   know. A `ResourceLoader` reads either as a miss.
     public func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry? {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
@@ -157,8 +157,8 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
     /// not an error.
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if the database is down, fails, or does not
-    ///   answer within ``Configuration/writeTimeout``; ``CacheError/Code/invalidConfiguration``
+    /// - Throws: `CacheError.Code.unavailable` if the database is down, fails, or does not
+    ///   answer within ``Configuration/writeTimeout``; `CacheError.Code.invalidConfiguration`
     ///   if its schema is of a version this code does not know.
     public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
         let digest = KeyDigest(key: key)
@@ -280,7 +280,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     /// How much the cache holds, read from the counts the databases keep (no table is scanned).
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be read.
+    /// - Throws: `CacheError.Code.unavailable` if a database cannot be read.
     public func usage() async throws(CacheError) -> Usage {
         var usage = Usage(entries: 0, bytes: 0)
         for database in self.databases {

@@ -9,7 +9,7 @@ import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
-/// A caching reverse proxy: answers HTTP/1.1 clients from a ``ResourceLoader``'s cache, and
+/// A caching reverse proxy: answers HTTP/1.1 clients from a `ResourceLoader`'s cache, and
 /// goes to one origin for what the cache cannot answer, following the rules of a shared cache
 /// (RFC 9111), with RFC 9211's `Cache-Status` on every response.
 ///
@@ -57,7 +57,7 @@ public final class CacheServer: Service, Sendable {
 
     /// The targeted cache-control fields (RFC 9213) a proxy obeys, most specific first: our own
     /// `Cachalot-Cache-Control`, then `CDN-Cache-Control`. Give them to the loader's rules
-    /// (``CacheRules/targetedFields``) so that, where an origin sends one, it governs this cache
+    /// (`CacheRules.targetedFields`) so that, where an origin sends one, it governs this cache
     /// instead of `Cache-Control` and `Expires`.
     public static let targetedFields: [HTTPField.Name] = [
         HTTPField.Name("Cachalot-Cache-Control")!, HTTPField.Name("CDN-Cache-Control")!,
@@ -75,7 +75,7 @@ public final class CacheServer: Service, Sendable {
     ///
     /// - Parameters:
     ///   - configuration: Where to listen, the origin, limits. No default.
-    ///   - loader: The loader that answers requests. Give it ``CacheRules/sharedCache`` rules
+    ///   - loader: The loader that answers requests. Give it `CacheRules.sharedCache` rules
     ///     and no redirects to follow (`maximumRedirects: 0`): a proxy relays redirects.
     ///   - group: The event loops that serve connections. Default: NIO's shared ones.
     ///   - logger: Where the server logs: each request at info level (an access log), errors

@@ -42,7 +42,7 @@ public struct ImageEndpoint: Sendable {
     /// How image URLs are signed: with a key of at least 16 bytes, or ``Signing/disabled``. No
     /// default: an endpoint without signatures must say so.
     public var signing: Signing
-    /// Where variants are kept, such as a ``DiskCache`` of their own. No default.
+    /// Where variants are kept, such as a `DiskCache` of their own. No default.
     public var variants: any DataCaching
     /// The most bytes an original may have; a larger one is answered with 422, not decoded.
     /// Must be positive. Default: 32 MiB.

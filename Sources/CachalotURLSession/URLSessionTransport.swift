@@ -8,7 +8,7 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// An ``HTTPTransport`` on Foundation's `URLSession`, with Foundation's own cache switched off:
+/// An `HTTPTransport` on Foundation's `URLSession`, with Foundation's own cache switched off:
 /// Cachalot does the caching.
 ///
 /// ```swift
@@ -58,7 +58,7 @@ public final class URLSessionTransport: HTTPTransport {
     /// response's head as soon as it arrives, with its body to read as it comes. A request
     /// without `Accept-Encoding` is sent with `Accept-Encoding: identity`.
     ///
-    /// - Throws: ``LoadError`` with code `invalidRequest` if the request has no absolute URL;
+    /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute URL;
     ///   `transport` if `URLSession` answers without an HTTP response or with a head HTTPTypes
     ///   cannot represent; `URLError` (or Foundation's error) when the request fails before its
     ///   head, including when the task is cancelled. Reading the body throws the task's error if
