@@ -117,11 +117,8 @@ struct DocumentationExamples {
             case .unsupported, .outOfMemory, .status: print(error.message)
             }
         }
-        #expect {
-            _ = try decoder.decode(Data("not an image".utf8))
-        } throws: { error in
-            (error as? ImageError)?.code == .unknownFormat
-        }
+        let error = #expect(throws: ImageError.self) { try decoder.decode(Data("not an image".utf8)) }
+        #expect(error?.code == .unknownFormat)
     }
 
     @Test("TheImagePipeline.md: configuration, memory and prefetch, bytes in a format, upkeep")
