@@ -6,6 +6,7 @@ import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Testing
 import UnixSignals
