@@ -15,7 +15,8 @@ public final class PostgresCluster: Sendable {
     /// The TCP port it listens on, on 127.0.0.1.
     public let port: Int
 
-    /// The directory of PostgreSQL's programs: the newest version installed.
+    /// The directory of PostgreSQL's programs: the newest version installed (10 to 30, under
+    /// `/usr/lib/postgresql`); `nil` if none is.
     public static let binaries: String? = {
         let directories = (10...30).reversed().map { "/usr/lib/postgresql/\($0)/bin" }
         return directories.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }

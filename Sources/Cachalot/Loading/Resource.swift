@@ -139,7 +139,8 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// What happened and what to do about it.
     public var message: String
-    /// The transport's error, for ``Code/transport``.
+    /// The transport's error, for ``Code/transport``, or the disk tier's, for ``Code/storage``;
+    /// `nil` for the other codes.
     public var underlying: (any Error)?
 
     /// Creates an error; transports may throw one too.

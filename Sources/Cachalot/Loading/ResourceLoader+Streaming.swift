@@ -19,9 +19,10 @@ public struct ResourceStream: Sendable {
     /// cache, and for one from the network that announced its `Content-Length`. `nil` for an
     /// answer that has no body (to `HEAD`, a 204, a 304) or whose length is unknown.
     public var length: Int?
-    /// Why the request went to the origin; see ``Resource/forwardReason``.
+    /// Why the request went to the origin; `nil` when it did not. See ``Resource/forwardReason``.
     public var forwardReason: Resource.ForwardReason?
-    /// How many more seconds a stored answer stays fresh; see ``Resource/timeToLive``.
+    /// How many more seconds a stored answer stays fresh; `nil` for an answer that was not
+    /// stored. See ``Resource/timeToLive``.
     public var timeToLive: Int?
     /// Whether a response from the network is being stored as it passes: it will be, once it
     /// has been read whole, unless it outgrows the largest entry or the disk tier fails.

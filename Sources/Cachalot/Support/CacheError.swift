@@ -61,9 +61,11 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Code
     /// A sentence that says what was wrong and what to do about it.
     public let message: String
-    /// The file or directory involved, for file-system errors.
+    /// The file or directory involved, for file-system errors (and a damaged entry's file);
+    /// `nil` when no file is involved.
     public let path: String?
-    /// The operating system's error number, for file-system errors.
+    /// The operating system's error number, for file-system errors; `nil` when the failure did
+    /// not come from a system call.
     public let errno: Int32?
 
     @usableFromInline
