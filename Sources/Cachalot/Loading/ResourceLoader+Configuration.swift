@@ -24,7 +24,7 @@ extension ResourceLoader {
         /// bodies are held in memory. Default: 8 MiB.
         public var streamingThreshold: Int
         /// Turns a request's URL into the key it is stored under, for URLs that carry rotating
-        /// tokens: `{ $0.removingQuery(named: "token") }`. The URL comes in key form (see
+        /// tokens: a closure that drops the `token=` query item, say. The URL comes in key form (see
         /// ``CacheKey``). Default: `nil`, the URL itself.
         public var keyTransform: (@Sendable (String) -> String)?
         /// Where the loader reports its swift-metrics counters. Default: `nil`, none.

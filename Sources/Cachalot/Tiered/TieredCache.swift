@@ -18,12 +18,14 @@ public final class TieredCache<Value: Sendable>: Sendable {
     /// How values become bytes and back, and what a value costs in memory.
     public struct Codec: Sendable {
         /// Turns a value into the bytes the store keeps. An error it throws makes
-        /// ``TieredCache/set(_:forKey:metadata:)`` throw ``CacheError/Code/invalidArgument``.
+        /// ``TieredCache/set(_:forKey:metadata:)`` throw ``CacheError/Code/invalidArgument``. No
+        /// default.
         public var encode: @Sendable (Value) throws -> Data
         /// Turns stored bytes back into a value. An error it throws makes the bytes read as no
-        /// entry, and they are removed from the store.
+        /// entry, and they are removed from the store. No default.
         public var decode: @Sendable (Data) throws -> Value
-        /// The value's cost against the memory tier's cost limit, such as its size in bytes.
+        /// The value's cost against the memory tier's cost limit, such as its size in bytes; a
+        /// negative cost counts as 0. No default.
         public var cost: @Sendable (Value) -> Int
 
         /// Creates a codec.
