@@ -2,11 +2,17 @@ import Foundation
 
 /// A memory cache of ready-to-use values over a store of their bytes, with a codec between them.
 ///
+/// With `Bitmap`, `ImageEncoder` and `ImageDecoder` from `CachalotImages`:
+///
 /// ```swift
 /// let images = try TieredCache(
 ///     memory: MemoryCache<String, Bitmap>(),
 ///     disk: DiskCache(directory: cacheDirectory),
-///     codec: .init(encode: { try $0.pngData() }, decode: { try Bitmap(png: $0) }, cost: { $0.cost })
+///     codec: .init(
+///         encode: { try ImageEncoder.png($0) },
+///         decode: { try ImageDecoder().decode($0) },
+///         cost: { $0.cost }
+///     )
 /// )
 /// let bitmap = try images.value(forKey: url)  // memory, else disk (then kept in memory)
 /// ```
