@@ -6,7 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
-/// An ``HTTPTransport`` on AsyncHTTPClient: SwiftNIO's HTTP client, for servers and Linux.
+/// An `HTTPTransport` on AsyncHTTPClient: SwiftNIO's HTTP client, for servers and Linux.
 ///
 /// ```swift
 /// let loader = try ResourceLoader(transport: AsyncHTTPClientTransport(), disk: disk)
@@ -29,7 +29,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The client that sends requests, made on first use: an answer from the cache never
     /// starts the client's threads.
     public var client: HTTPClient { self.makeClient() }
-    /// How long a request may take until its response head has arrived.
+    /// How long a request may take until its response head has arrived. Default: 30 seconds.
     public var timeout: Duration
     private let makeClient: @Sendable () -> HTTPClient
 
@@ -52,6 +52,16 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// The configuration a cache's client needs: redirects not followed, bodies not
     /// decompressed, and at most `idleTimeout` between two reads from the connection, so that
     /// a body that trickles or stalls fails instead of holding the load forever.
+    ///
+    /// ```swift
+    /// var configuration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: .seconds(10))
+    /// configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+    /// let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    /// let transport = AsyncHTTPClientTransport(client: client)  // shut the client down when done
+    /// ```
+    ///
+    /// - Parameter idleTimeout: The most time between two reads from a connection (the client's
+    ///   read timeout). Default: 30 seconds.
     public static func clientConfiguration(idleTimeout: Duration = .seconds(30)) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -69,6 +79,17 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         configuration: Self.clientConfiguration()
     )
 
+    /// Sends `request` with `body` through ``client`` and returns the response's head as soon as
+    /// it arrives, with its body to read as it comes. An idempotent request that meets a pooled
+    /// connection the origin has just closed is sent once more.
+    ///
+    /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute `http` or
+    ///   `https` URL with a host, or its port is outside 1–65535; `transport` if the client
+    ///   followed a redirect (a client not made with ``clientConfiguration(idleTimeout:)``);
+    ///   `invalidResponse` for a status outside 0–999; and AsyncHTTPClient's `HTTPClientError`
+    ///   when no head arrives (the origin could not be reached, the connection broke, ``timeout``
+    ///   passed, or the task was cancelled). Reading the body throws `HTTPClientError` if the
+    ///   connection breaks or the client's read timeout passes between two pieces.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
         let url = try Self.checkedURL(of: request)
         var outgoing = HTTPClientRequest(url: url.absoluteString)

@@ -5,11 +5,18 @@ import Foundation
 public struct Animation: Sendable, Hashable {
     /// A frame: the whole canvas as it is shown, and for how long.
     public struct Frame: Sendable, Hashable {
+        /// The whole canvas as this frame shows it, composited over the frames before it as the
+        /// format's disposal and blending rules say; `.rgba8`.
         public let bitmap: Bitmap
         /// How long it shows. A GIF frame that asks for 0 or 10 ms shows for 100 ms, as in
         /// browsers.
         public let duration: Duration
 
+        /// Makes a frame of `bitmap` that shows for `duration`.
+        ///
+        /// - Parameters:
+        ///   - bitmap: The whole canvas as the frame shows it.
+        ///   - duration: How long it shows; kept as given.
         public init(bitmap: Bitmap, duration: Duration) {
             self.bitmap = bitmap
             self.duration = duration
@@ -21,6 +28,12 @@ public struct Animation: Sendable, Hashable {
     /// How many times the animation plays; 0 for ever.
     public let loopCount: Int
 
+    /// Makes an animation of `frames`, played `loopCount` times.
+    ///
+    /// - Parameters:
+    ///   - frames: The frames in the order they show.
+    ///   - loopCount: How many times the animation plays; 0 for ever.
+    /// - Precondition: `frames` is not empty.
     public init(frames: [Frame], loopCount: Int) {
         precondition(!frames.isEmpty, "an animation has at least one frame")
         self.frames = frames

@@ -21,10 +21,13 @@ public struct Bitmap: Sendable, Hashable {
         }
     }
 
+    /// The number of pixels in a row; at least 1.
     public let width: Int
+    /// The number of rows; at least 1.
     public let height: Int
     /// The bytes from one row's start to the next's: at least `width × bytesPerPixel`.
     public let bytesPerRow: Int
+    /// How each pixel is laid out: RGBA or gray, 8 bits a channel.
     public let format: PixelFormat
     /// `bytesPerRow × height` bytes.
     public let pixels: Data
@@ -34,6 +37,15 @@ public struct Bitmap: Sendable, Hashable {
 
     /// Wraps `pixels`, laid out as the other arguments say.
     ///
+    /// The pixels are not copied or checked beyond their count.
+    ///
+    /// - Parameters:
+    ///   - width: The pixels in a row.
+    ///   - height: The rows.
+    ///   - format: How a pixel is laid out.
+    ///   - bytesPerRow: The bytes from one row's start to the next's. Default: `nil`, rows packed
+    ///     without padding (`width × format.bytesPerPixel`).
+    ///   - pixels: The rows, top first, `bytesPerRow × height` bytes.
     /// - Precondition: `width` and `height` are positive, `bytesPerRow` is at least
     ///   `width × bytesPerPixel`, and `pixels` holds `bytesPerRow × height` bytes.
     public init(width: Int, height: Int, format: PixelFormat, bytesPerRow: Int? = nil, pixels: Data) {
@@ -65,6 +77,8 @@ public struct Bitmap: Sendable, Hashable {
     }
 
     /// The channels of the pixel at column `x` and row `y` (4 for RGBA, 1 for gray).
+    ///
+    /// - Precondition: `x` is in `0..<width` and `y` in `0..<height`.
     public func pixel(x: Int, y: Int) -> [UInt8] {
         precondition((0..<self.width).contains(x) && (0..<self.height).contains(y), "the pixel is outside the bitmap")
         let start = self.pixels.startIndex + y * self.bytesPerRow + x * self.format.bytesPerPixel

@@ -11,14 +11,25 @@ public struct EncodedImage: Sendable, Hashable {
         case made
     }
 
+    /// The encoded bytes, ready to send or write.
     public let data: Data
+    /// The format of ``data``: the one asked for, or, for stored bytes, the one their first bytes
+    /// tell.
     public let format: ImageFormat
     /// When it stops being fresh: when its original did, as it was when the variant was made.
     /// Not after the moment it was made if the original may not be stored (`no-store`, or
     /// `private` for a shared cache's loader): such a variant is not kept.
     public let expires: Date
+    /// Whether the bytes were stored or made now.
     public let source: Source
 
+    /// Makes an encoded image of `data`; the pipeline makes these, and tests and fakes may too.
+    ///
+    /// - Parameters:
+    ///   - data: The encoded bytes.
+    ///   - format: Their format.
+    ///   - expires: When they stop being fresh.
+    ///   - source: Whether they were stored or made now.
     public init(data: Data, format: ImageFormat, expires: Date, source: Source) {
         self.data = data
         self.format = format

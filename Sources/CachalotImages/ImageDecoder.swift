@@ -21,11 +21,21 @@ public struct ImageDecoder: Sendable {
     /// an animation. Default: 100 million, 400 MB as RGBA.
     public var maximumPixelCount: Int
 
+    /// Makes a decoder.
+    ///
+    /// - Parameter maximumPixelCount: The most pixels an image may declare, over all its frames
+    ///   for an animation. Default: 100 million (400 MB as RGBA).
     public init(maximumPixelCount: Int = 100_000_000) {
         self.maximumPixelCount = maximumPixelCount
     }
 
     /// Decodes the whole image (the first frame of an animation).
+    ///
+    /// - Throws: ``ImageError`` with code `unknownFormat` if the first bytes are not PNG, JPEG,
+    ///   WebP, AVIF or GIF; `tooLarge` if the header declares more than ``maximumPixelCount``
+    ///   pixels (before any are allocated); `truncated` if the data ends before the image does;
+    ///   `unsupported` for what the decoder does not convert (such as a CMYK JPEG); `outOfMemory`
+    ///   if the pixels could not be allocated; `corrupt` for other damage.
     public func decode(_ data: Data) throws(ImageError) -> Bitmap {
         try self.decode(data, scale: 1)
     }
@@ -38,6 +48,13 @@ public struct ImageDecoder: Sendable {
     /// the AC scans that a decode at 1/8 ignores are not decoded at all, for the same pixels. A
     /// still WebP is scaled by the same fractions as it is decoded, so the full-size picture is
     /// never held. PNG, GIF and AVIF always decode whole.
+    ///
+    /// - Parameters:
+    ///   - data: The encoded image.
+    ///   - scale: The least fraction of the full size wanted in each dimension, from 0 to 1; 1 (or
+    ///     more) decodes at full size. The result may be larger than asked, never smaller.
+    /// - Returns: The image at full size or at 1/2, 1/4 or 1/8 of it, oriented upright.
+    /// - Throws: as ``decode(_:)``.
     public func decode(_ data: Data, scale: Double) throws(ImageError) -> Bitmap {
         let limit = UInt64(self.maximumPixelCount)
         let denominator = UInt32(Self.denominator(for: scale))
@@ -87,6 +104,13 @@ public struct ImageDecoder: Sendable {
 
     /// The width and height the image will have once decoded whole (for JPEG, once oriented;
     /// for an animation, its canvas), read from its header.
+    ///
+    /// Nothing is decoded: the pipeline reads it to choose the scale to decode at. The size is as
+    /// declared, whether or not the image would pass ``maximumPixelCount``.
+    ///
+    /// - Throws: ``ImageError`` with code `unknownFormat` if the first bytes are not a known
+    ///   format; `truncated` if the data ends inside the header; `corrupt` (or what the codec
+    ///   reports) if the header cannot be read.
     public func size(of data: Data) throws(ImageError) -> (width: Int, height: Int) {
         let number = { (offset: Int, bytes: Int, bigEndian: Bool) in
             let field = data[data.startIndex + offset..<data.startIndex + offset + bytes]

@@ -4,7 +4,12 @@ import Foundation
 /// Encodes ``Bitmap``s as JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp) or AVIF (libavif,
 /// with the AV1 encoder it was built with), to store processed variants. GIF is not encoded.
 public enum ImageEncoder {
-    /// The bitmap in `encoding`'s format.
+    /// The bitmap in `encoding`'s format, at its quality: JPEG and WebP lossy, PNG lossless, AVIF
+    /// at speed 8; the same as calling ``jpeg(_:quality:progressive:)``, ``png(_:)``,
+    /// ``webp(_:quality:lossless:)`` or ``avif(_:quality:speed:)``.
+    ///
+    /// - Throws: ``ImageError`` with code `unsupported` for GIF, and what the format's own
+    ///   function throws.
     public static func encode(_ bitmap: Bitmap, as encoding: ImageEncoding) throws(ImageError) -> Data {
         switch encoding.format {
         case .jpeg: try Self.jpeg(bitmap, quality: encoding.quality)
@@ -18,6 +23,13 @@ public enum ImageEncoder {
     /// The bitmap as a JPEG at `quality` (1 to 100); alpha is dropped. A progressive JPEG comes
     /// in scans of increasing detail (libjpeg's default script): about as large, and its
     /// thumbnails skip most of its scans (see ``ImageDecoder/decode(_:scale:)``).
+    ///
+    /// - Parameters:
+    ///   - bitmap: The pixels to encode.
+    ///   - quality: From 1 to 100, clamped to that range. Default: 90.
+    ///   - progressive: Whether to write a progressive JPEG. Default: `false`, baseline.
+    /// - Throws: ``ImageError`` with code `corrupt` if libjpeg-turbo reports an error (such as a
+    ///   side longer than 65,500 pixels, or memory it could not have).
     public static func jpeg(_ bitmap: Bitmap, quality: Int = 90, progressive: Bool = false) throws(ImageError) -> Data {
         let quality = Int32(min(100, max(1, quality)))
         return try Self.encoded(bitmap, "JPEG") { pixels, out, size, message in
@@ -26,6 +38,9 @@ public enum ImageEncoder {
     }
 
     /// The bitmap as a PNG, losslessly: gray, or RGBA with its alpha.
+    ///
+    /// - Throws: ``ImageError`` with code `outOfMemory` if libpng's structures could not be
+    ///   allocated, or `corrupt` if libpng reports an error while writing.
     public static func png(_ bitmap: Bitmap) throws(ImageError) -> Data {
         try Self.encoded(bitmap, "PNG") { pixels, out, size, message in
             cachalot_png_encode(pixels, out, size, message, ImageDecoder.messageSize)
@@ -34,6 +49,13 @@ public enum ImageEncoder {
 
     /// The bitmap as a WebP: lossy at `quality` (0 to 100; libwebp's and Pillow's default is
     /// 80), or lossless. Alpha is kept if some pixel is not opaque.
+    ///
+    /// - Parameters:
+    ///   - bitmap: The pixels to encode.
+    ///   - quality: From 0 to 100, clamped to that range; ignored when `lossless`. Default: 80.
+    ///   - lossless: Whether to encode losslessly. Default: `false`.
+    /// - Throws: ``ImageError`` with code `unsupported` if libwebp cannot encode the bitmap (a side
+    ///   longer than 16,383 pixels), or `outOfMemory`.
     public static func webp(_ bitmap: Bitmap, quality: Int = 80, lossless: Bool = false) throws(ImageError) -> Data {
         let quality = Int32(min(100, max(0, quality)))
         return try Self.encoded(bitmap, "WebP") { pixels, out, size, message in
@@ -44,6 +66,13 @@ public enum ImageEncoder {
     /// The bitmap as an AVIF (4:2:0, 8 bits) at `quality` (0 to 100, mapped linearly onto AV1's
     /// quantizers 63 to 0) and `speed` (0, slowest and smallest, to 10). Alpha is kept, losslessly,
     /// if some pixel is not opaque.
+    ///
+    /// - Parameters:
+    ///   - bitmap: The pixels to encode.
+    ///   - quality: From 0 to 100, clamped to that range. Default: 60.
+    ///   - speed: From 0 to 10, clamped to that range. Default: 8. The encoder runs on one thread.
+    /// - Throws: ``ImageError`` with code `unsupported` if libavif (or the AV1 encoder it was built
+    ///   with, if any) cannot encode the bitmap, or `outOfMemory`.
     public static func avif(_ bitmap: Bitmap, quality: Int = 60, speed: Int = 8) throws(ImageError) -> Data {
         let quality = Int32(min(100, max(0, quality)))
         let speed = Int32(min(10, max(0, speed)))

@@ -18,13 +18,22 @@ public struct ImageError: Error, Hashable, Sendable, CustomStringConvertible {
         case status(Int)
     }
 
+    /// The kind of failure, to compare or switch on.
     public let code: Code
+    /// A sentence for a person: the format, and what the codec or the pipeline said.
     public let message: String
 
+    /// Makes an error; the decoder, the encoder and the pipeline make these, and custom
+    /// ``ImageProcessing`` types may too.
+    ///
+    /// - Parameters:
+    ///   - code: The kind of failure.
+    ///   - message: A sentence that says what went wrong.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// The ``message``.
     public var description: String { self.message }
 }

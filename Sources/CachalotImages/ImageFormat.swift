@@ -2,10 +2,15 @@ import Foundation
 
 /// An image format, told by the data's first bytes, never by a file name or a Content-Type.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable {
+    /// PNG, decoded with libpng and encoded losslessly.
     case png
+    /// JPEG, decoded and encoded with libjpeg-turbo.
     case jpeg
+    /// GIF, still or animated, decoded with giflib; never encoded.
     case gif
+    /// WebP, lossy or lossless, still or animated, decoded and encoded with libwebp.
     case webp
+    /// AVIF, decoded and encoded with libavif.
     case avif
 
     /// The format whose signature `data` starts with, or `nil`.

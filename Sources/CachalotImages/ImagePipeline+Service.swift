@@ -7,6 +7,12 @@ extension ImagePipeline {
     /// The image at `url` processed by `processors`, if memory holds it; never waits, never
     /// reads the disk. For a list cell that must draw now, and ask
     /// ``image(for:processors:priority:)`` when this is `nil`.
+    ///
+    /// - Parameters:
+    ///   - url: The original image.
+    ///   - processors: The processors of the variant wanted. Default: none, the original.
+    /// - Returns: The bitmap, or `nil` if memory does not hold it (never loaded, evicted, or
+    ///   cleared).
     public func cachedImage(for url: URL, processors: [any ImageProcessing] = []) -> Bitmap? {
         self.memory.value(forKey: Self.key(for: url, processors: processors))
     }
@@ -15,6 +21,9 @@ extension ImagePipeline {
     /// through the loader (a still image is one frame). The frames are not kept in memory: keep
     /// the animation while it plays; its ``Animation/cost`` counts every frame.
     ///
+    /// - Parameters:
+    ///   - url: The animated image.
+    ///   - priority: The loader's priority for the original. Default: `.normal`.
     /// - Throws: as ``image(for:processors:priority:)``; ``ImageError`` with code `tooLarge` if
     ///   the frames together pass the decoder's pixel limit.
     public func animation(for url: URL, priority: ResourceLoader.Priority = .normal) async throws -> Animation {
@@ -25,7 +34,14 @@ extension ImagePipeline {
     /// Loads `urls` ahead of need at `priority`: their bytes into the loader's caches and, if
     /// `decoding`, their images, processed by `processors`, into memory and their variants to
     /// disk, so that a later ``image(for:processors:priority:)`` with the same processors is a
-    /// memory hit.
+    /// memory hit. Each URL is loaded once, in a task of its own; failures are not reported, and
+    /// count as not loaded in ``ImagePrefetch/wait()``.
+    ///
+    /// - Parameters:
+    ///   - urls: The images to load; a URL listed twice is loaded once.
+    ///   - processors: The processors of the variants to make. Default: none, the originals.
+    ///   - decoding: Whether to decode and process, or only load the bytes. Default: `true`.
+    ///   - priority: The loader's priority. Default: `.low`.
     ///
     /// ```swift
     /// let prefetch = pipeline.prefetch(upcoming, processors: [Thumbnail(maximumPixelSize: 256)])
@@ -53,8 +69,8 @@ extension ImagePipeline {
     /// Memory, bounded on its own, keeps its bitmaps; ``clearAll()`` empties it too.
     ///
     /// - Returns: How many entries were removed, originals and variants.
-    /// - Throws: ``CacheError`` if a disk could not be read or changed, or `variants` is not a
-    ///   ``DiskCache``, which alone knows when its entries were made.
+    /// - Throws: `CacheError` if a disk could not be read or changed, or `variants` is not a
+    ///   `DiskCache`, which alone knows when its entries were made.
     @discardableResult
     public func purge(olderThan date: Date) async throws(CacheError) -> Int {
         var removed = 0
@@ -71,6 +87,9 @@ extension ImagePipeline {
     }
 
     /// Removes every bitmap from memory, every variant, and every response the loader stored.
+    ///
+    /// - Throws: `CacheError` if `variants` or one of the loader's tiers could not be emptied;
+    ///   memory is emptied first, whatever happens after.
     public func clearAll() async throws(CacheError) {
         self.memory.removeAll()
         try self.variants?.removeAll()
@@ -78,7 +97,11 @@ extension ImagePipeline {
     }
 
     /// The bytes on disk of originals (the loader's disk tier) and variants together; `nil` if
-    /// either is kept in something other than a ``DiskCache``.
+    /// either is kept in something other than a `DiskCache`. A pipeline without `variants`
+    /// counts the originals alone.
+    ///
+    /// - Throws: `CacheError` with code `fileSystem` if a disk cache's lock or journal could not be
+    ///   read.
     public var diskSize: Int? {
         get throws(CacheError) {
             let variants: Int? =

@@ -4,7 +4,7 @@ import HTTPTypes
 import Synchronization
 
 /// Loads images as decoded, processed bitmaps: from memory, else the processed variant's bytes
-/// from disk, else the original's bytes through a ``ResourceLoader`` (memory, disk, network),
+/// from disk, else the original's bytes through a `ResourceLoader` (memory, disk, network),
 /// decoded and processed.
 ///
 /// ```swift
@@ -29,14 +29,22 @@ import Synchronization
 /// on its own, and the work stops when the last caller goes. Decoding and processing run on the
 /// concurrency pool, at most ``Configuration/maximumConcurrentDecodes`` at once.
 public final class ImagePipeline: Sendable {
+    /// How a pipeline keeps bitmaps, decodes and stores variants. Every property has a default;
+    /// ``ImagePipeline/init(loader:variants:configuration:now:)`` checks them.
+    ///
+    /// ```swift
+    /// let configuration = ImagePipeline.Configuration(memoryCostLimit: 256 << 20, variantEncoding: .webp())
+    /// ```
     public struct Configuration: Sendable {
         /// The most memory the decoded bitmaps may hold, in bytes. Default: `nil`, the
-        /// ``MemoryCache`` default (a share of the machine's memory). As in any `MemoryCache`, one
+        /// `MemoryCache` default (a share of the machine's memory). As in any `MemoryCache`, one
         /// bitmap may take at most a tenth of it; a larger one is answered but not kept.
         public var memoryCostLimit: Int?
-        /// How many images may be decoded and processed at once. Default: the active processors.
+        /// How many images may be decoded and processed at once; at least 1. Default: the number
+        /// of active processors (`ProcessInfo.activeProcessorCount`).
         public var maximumConcurrentDecodes: Int
-        /// The decoder, with its limit on declared pixels.
+        /// The decoder, with its limit on declared pixels. Default: `ImageDecoder()`, at most 100
+        /// million pixels.
         public var decoder: ImageDecoder
         /// The quality of JPEG variants (1 to 100) when ``variantEncoding`` is `nil`. Default: 90.
         public var jpegQuality: Int
@@ -48,6 +56,18 @@ public final class ImagePipeline: Sendable {
         /// `tooLarge`, before it is decoded. Default: `nil`, no limit but the loader's.
         public var maximumSourceSize: Int?
 
+        /// Makes a configuration; each parameter sets the property of the same name, and defaults
+        /// to that property's default.
+        ///
+        /// - Parameters:
+        ///   - memoryCostLimit: The most bytes of decoded bitmaps kept in memory. Default: `nil`,
+        ///     the `MemoryCache` default.
+        ///   - maximumConcurrentDecodes: How many images are decoded and processed at once.
+        ///     Default: the active processors.
+        ///   - decoder: The decoder. Default: `ImageDecoder()`.
+        ///   - jpegQuality: The quality of JPEG variants. Default: 90.
+        ///   - variantEncoding: How variants are stored. Default: `nil`, PNG or JPEG by the image.
+        ///   - maximumSourceSize: The most bytes an original may have. Default: `nil`, no limit.
         public init(
             memoryCostLimit: Int? = nil,
             maximumConcurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -65,8 +85,10 @@ public final class ImagePipeline: Sendable {
         }
     }
 
+    /// The configuration the pipeline was made with.
     public let configuration: Configuration
-    /// The decoded bitmaps.
+    /// The decoded bitmaps, originals under their URL in key form and variants under
+    /// ``key(for:processors:)``, bounded by ``Configuration/memoryCostLimit``.
     public let memory: MemoryCache<String, Bitmap>
     let loader: ResourceLoader
     let variants: (any DataCaching)?
@@ -82,9 +104,13 @@ public final class ImagePipeline: Sendable {
     ///
     /// - Parameters:
     ///   - loader: Loads the originals' bytes, with its own caches.
-    ///   - variants: Where processed variants' bytes are kept, usually a ``DiskCache`` of its own;
+    ///   - variants: Where processed variants' bytes are kept, usually a `DiskCache` of its own;
     ///     `nil` to keep them in memory only.
+    ///   - configuration: Limits, decoder and encodings. Default: `Configuration()`.
     ///   - now: The wall clock by which variants expire. Default: `WallClock.now`. Tests inject one.
+    /// - Throws: `CacheError` with code `invalidConfiguration` if
+    ///   ``Configuration/maximumConcurrentDecodes`` is less than 1, or if the memory cache refuses
+    ///   ``Configuration/memoryCostLimit`` (not positive).
     public init(
         loader: ResourceLoader,
         variants: (any DataCaching)?,
@@ -108,6 +134,10 @@ public final class ImagePipeline: Sendable {
 
     /// The key of the variant `processors` make of `url`: the URL in key form, then `#` and the
     /// processors' identifiers joined by `|` (none for the original).
+    ///
+    /// The memory tier and `variants` hold variants under it; an encoded variant from
+    /// ``encodedImage(for:processors:encoding:priority:)`` is stored under it followed by `@`
+    /// and the encoding's ``ImageEncoding/description``.
     public static func key(for url: URL, processors: [any ImageProcessing]) -> String {
         let url = CacheKey.url(of: url) ?? url.absoluteString
         return processors.isEmpty ? url : url + "#" + processors.map(\.identifier).joined(separator: "|")
@@ -115,8 +145,18 @@ public final class ImagePipeline: Sendable {
 
     /// The image at `url`, processed by `processors` in order.
     ///
+    /// From memory if it holds the result; else from the variant stored in `variants`, if any
+    /// processors were given and the variant is still fresh; else the original is loaded through
+    /// the loader, decoded at the smallest scale the first processor allows, processed, kept in
+    /// memory, and (with processors, if the original may be stored and is fresh) encoded and
+    /// written to `variants` once the callers have their answer.
+    ///
+    /// - Parameters:
+    ///   - url: The original image.
+    ///   - processors: What to do to it, in order. Default: none, the original decoded.
+    ///   - priority: The loader's priority for the original. Default: `.normal`.
     /// - Throws: ``ImageError`` if the answer is not an image that can be decoded (including an
-    ///   error status), ``LoadError`` if it could not be loaded, `CancellationError`, or what a
+    ///   error status), `LoadError` if it could not be loaded, `CancellationError`, or what a
     ///   processor throws.
     public func image(
         for url: URL,
@@ -143,9 +183,15 @@ public final class ImagePipeline: Sendable {
     /// stored there and fresh, else made from the original and stored.
     ///
     /// Unlike ``image(for:processors:priority:)``, it keeps no bitmap in memory: what it hands out
-    /// is bytes, to send or to write.
+    /// is bytes, to send or to write. The bytes are stored only while the original is fresh.
     ///
-    /// - Throws: as ``image(for:processors:priority:)``.
+    /// - Parameters:
+    ///   - url: The original image.
+    ///   - processors: What to do to it, in order. Default: none.
+    ///   - encoding: The format and quality of the bytes handed out.
+    ///   - priority: The loader's priority for the original. Default: `.normal`.
+    /// - Throws: as ``image(for:processors:priority:)``, and what ``ImageEncoder/encode(_:as:)``
+    ///   throws.
     public func encodedImage(
         for url: URL,
         processors: [any ImageProcessing] = [],

@@ -15,10 +15,16 @@ public protocol ImageProcessing: Sendable {
     func requiredScale(sourceWidth: Int, sourceHeight: Int) -> Double
 
     /// The processed bitmap.
+    ///
+    /// The pipeline calls it on the concurrency pool, within its limit of concurrent decodes,
+    /// with the bitmap the decoder or the processor before made.
+    ///
+    /// - Throws: Whatever the processor cannot do; the pipeline hands the error to its callers.
     func process(_ bitmap: Bitmap) throws -> Bitmap
 }
 
 extension ImageProcessing {
+    /// 1: the processor needs the full image, so the decoder decodes it whole.
     public func requiredScale(sourceWidth: Int, sourceHeight: Int) -> Double { 1 }
 }
 
@@ -34,12 +40,23 @@ public struct Resize: ImageProcessing {
         case crop
     }
 
+    /// The box's width, in pixels; at least 1.
     public var width: Int
+    /// The box's height, in pixels; at least 1.
     public var height: Int
+    /// How the image meets the box. Default: `.aspectFit`.
     public var mode: Mode
     /// Whether an image smaller than the box is enlarged. Default: `false`.
     public var upscales: Bool
 
+    /// Makes a resize to a `width` × `height` box.
+    ///
+    /// - Parameters:
+    ///   - width: The box's width, in pixels.
+    ///   - height: The box's height, in pixels.
+    ///   - mode: How the image meets the box. Default: `.aspectFit`.
+    ///   - upscales: Whether an image smaller than the box is enlarged. Default: `false`.
+    /// - Precondition: `width` and `height` are positive.
     public init(width: Int, height: Int, mode: Mode = .aspectFit, upscales: Bool = false) {
         precondition(width > 0 && height > 0, "a box has at least one pixel")
         self.width = width
@@ -48,17 +65,24 @@ public struct Resize: ImageProcessing {
         self.upscales = upscales
     }
 
+    /// `resize(WxH,mode)`, with `,up` when it upscales: `resize(640x360,fill)`.
     public var identifier: String {
         "resize(\(self.width)x\(self.height),\(self.mode.rawValue)\(self.upscales ? ",up" : ""))"
     }
 
+    /// The scale at which the image meets the box, at most 1: a JPEG or WebP larger than the box
+    /// may then be decoded at 1/2, 1/4 or 1/8.
     public func requiredScale(sourceWidth: Int, sourceHeight: Int) -> Double {
         min(1, self.scale(sourceWidth, sourceHeight))
     }
 
     /// Resamples with a bicubic filter widened when shrinking (Pillow's `BICUBIC`), after a box
     /// reduction by a whole factor when shrinking by more than 4 (Pillow's `reducing_gap` 2),
-    /// alpha premultiplied.
+    /// alpha premultiplied. With `.crop`, the resized image is then cut to the box around its
+    /// center. An image smaller than the box keeps its size unless ``upscales``.
+    ///
+    /// - Returns: A bitmap of the same ``Bitmap/PixelFormat``, at least 1 × 1.
+    /// - Throws: Never, in this implementation; the signature is the protocol's.
     public func process(_ bitmap: Bitmap) throws -> Bitmap {
         let scale =
             self.upscales ? self.scale(bitmap.width, bitmap.height) : min(1, self.scale(bitmap.width, bitmap.height))
@@ -96,21 +120,30 @@ public struct Resize: ImageProcessing {
 /// From a JPEG, the decoder does most of the shrinking (1/2, 1/4 or 1/8) before the resampler
 /// finishes it, so a phone photo becomes a 256-pixel thumbnail without decoding every pixel.
 public struct Thumbnail: ImageProcessing {
-    /// The longest side the thumbnail may have.
+    /// The longest side the thumbnail may have, in pixels; at least 1.
     public var maximumPixelSize: Int
 
+    /// Makes a thumbnail that fits inside a `maximumPixelSize` square.
+    ///
+    /// - Precondition: `maximumPixelSize` is positive (checked when the thumbnail is used).
     public init(maximumPixelSize: Int) {
         self.maximumPixelSize = maximumPixelSize
     }
 
+    /// `thumbnail(N)`, such as `thumbnail(256)`.
     public var identifier: String { "thumbnail(\(self.maximumPixelSize))" }
 
     private var resize: Resize { Resize(width: self.maximumPixelSize, height: self.maximumPixelSize) }
 
+    /// The scale at which the longer side is ``maximumPixelSize``, at most 1.
     public func requiredScale(sourceWidth: Int, sourceHeight: Int) -> Double {
         self.resize.requiredScale(sourceWidth: sourceWidth, sourceHeight: sourceHeight)
     }
 
+    /// The bitmap fitted inside the square with ``Resize``'s resampler; one that already fits is
+    /// returned as it is.
+    ///
+    /// - Throws: Never, in this implementation; the signature is the protocol's.
     public func process(_ bitmap: Bitmap) throws -> Bitmap {
         try self.resize.process(bitmap)
     }

@@ -102,8 +102,8 @@ final class CacheDatabase: Sendable {
 
     /// Runs `operation` on a connection, within `timeout`, once the schema is ready.
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if the database is down, fails or does not
-    ///   answer in time, or the caller was cancelled; ``CacheError/Code/invalidConfiguration``
+    /// - Throws: `CacheError.Code.unavailable` if the database is down, fails or does not
+    ///   answer in time, or the caller was cancelled; `CacheError.Code.invalidConfiguration`
     ///   if its schema is of a version this code does not know.
     func perform<Result: Sendable>(
         _ what: String,

@@ -8,15 +8,15 @@ import Foundation
 public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
     /// The host name or address.
     public var host: String
-    /// The TCP port.
+    /// The TCP port. Default: 5432.
     public var port: Int
     /// The user to connect as.
     public var user: String
-    /// The password, if the server asks for one.
+    /// The password, if the server asks for one. Default: `nil`.
     public var password: String?
-    /// The database's name.
+    /// The database's name. Default, when read from a URL without a path: the user's name.
     public var database: String
-    /// Whether the connection is encrypted.
+    /// Whether the connection is encrypted. Default: ``Security/prefer``.
     public var security: Security
 
     /// Whether a connection is encrypted with TLS, as the URL's `sslmode` says.
@@ -34,7 +34,7 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads a URL.
     ///
-    /// - Throws: ``CacheError/Code/invalidConfiguration`` if it is not a `postgres://` URL with
+    /// - Throws: `CacheError.Code.invalidConfiguration` if it is not a `postgres://` URL with
     ///   a user and a host.
     public init(_ string: String) throws(CacheError) {
         guard let components = URLComponents(string: string),
@@ -67,7 +67,15 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Names a database by its parts.
+    /// Names a database by its parts. Nothing is checked or resolved until a connection is made.
+    ///
+    /// - Parameters:
+    ///   - host: The host name or address.
+    ///   - port: The TCP port. Default: 5432.
+    ///   - user: The user to connect as.
+    ///   - password: The password. Default: `nil`, none.
+    ///   - database: The database's name.
+    ///   - security: Whether the connection is encrypted. Default: ``Security/prefer``.
     public init(
         host: String,
         port: Int = 5432,
@@ -89,6 +97,7 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
         "\(self.host.lowercased()):\(self.port)/\(self.database)"
     }
 
+    /// `postgres://user@host:port/database`: the URL without its password or `sslmode`, for logs.
     public var description: String {
         "postgres://\(self.user)@\(self.host):\(self.port)/\(self.database)"
     }

@@ -7,7 +7,7 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// A store of bytes and metadata in PostgreSQL, shared by every machine that names the same
-/// databases: the shared tier of a fleet's ``ResourceLoader``s, below their memory and disk.
+/// databases: the shared tier of a fleet's `ResourceLoader`s, below their memory and disk.
 ///
 /// ```swift
 /// let shared = try PostgresCache(
@@ -28,7 +28,7 @@ import ServiceLifecycle
 ///   digest: adding a database moves about 1/*n* of the keys (they are misses once, then
 ///   written where they now belong).
 /// - The schema is created on first use if it is absent (``prepare()`` does it at once). A
-///   schema of another version is a clear error (``CacheError/Code/invalidConfiguration``).
+///   schema of another version is a clear error (`CacheError.Code.invalidConfiguration`).
 /// - A row is read whole and checked: its key is compared with the key asked for, and its
 ///   CRC-32C with its bytes and metadata. A row that fails, or is older than
 ///   ``Configuration/maximumAge``, reads as a miss and is removed.
@@ -39,7 +39,7 @@ import ServiceLifecycle
 ///   than ``Configuration/readTimeout`` are misses, a database that fails is left alone for
 ///   ``Configuration/retryInterval`` (its reads are misses at once), the outage is logged once
 ///   and counted, and the database is used again when it answers. Errors are thrown as
-///   ``CacheError/Code/unavailable``, which a ``ResourceLoader`` reads as a miss.
+///   `CacheError.Code.unavailable`, which a `ResourceLoader` reads as a miss.
 ///
 /// The pools connect only while ``run()`` runs: run it for as long as the cache is used.
 public final class PostgresCache: AsyncDataCaching, Service {
@@ -57,7 +57,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
     ///   - logger: Where outages are logged (once each, as a warning) and recoveries (info).
     ///     Default: nowhere.
     ///   - metrics: Where the counters of ``statistics`` are reported too. Default: nowhere.
-    /// - Throws: ``CacheError/Code/invalidConfiguration`` if the configuration is invalid.
+    /// - Throws: `CacheError.Code.invalidConfiguration` if the configuration is invalid.
     public init(
         configuration: Configuration,
         now: @escaping @Sendable () -> Date = { Date() },
@@ -77,6 +77,9 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// Runs the databases' connection pools until the task is cancelled (or, in a
     /// `ServiceGroup`, until graceful shutdown). It connects to each database at once and makes
     /// its schema ready, so that the first loads find a connection open.
+    ///
+    /// - Throws: Nothing in practice: a database that cannot be reached is logged and counted as
+    ///   an outage, and ``run()`` goes on; the signature is `Service`'s.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
@@ -92,8 +95,8 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     /// Makes sure every database has the schema, creating it where it is absent.
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be reached;
-    ///   ``CacheError/Code/invalidConfiguration`` if one has a schema of another version.
+    /// - Throws: `CacheError.Code.unavailable` if a database cannot be reached;
+    ///   `CacheError.Code.invalidConfiguration` if one has a schema of another version.
     public func prepare() async throws(CacheError) {
         for database in self.databases {
             try await database.perform("preparing the schema", timeout: self.configuration.writeTimeout) { _ in }
@@ -107,6 +110,15 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     // MARK: - AsyncDataCaching
 
+    /// The entry stored for `key`, from the one database that holds it; `nil` if none is stored,
+    /// or if the row found is damaged (its key or CRC-32C does not match) or older than
+    /// ``Configuration/maximumAge``, in which case it is removed.
+    ///
+    /// - Throws: `CacheError.Code.unavailable` if the database is down (within
+    ///   ``Configuration/retryInterval`` of a failure), fails, or does not answer within
+    ///   ``Configuration/readTimeout``, or the caller was cancelled;
+    ///   `CacheError.Code.invalidConfiguration` if its schema is of a version this code does not
+    ///   know. A `ResourceLoader` reads either as a miss.
     public func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry? {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
@@ -140,6 +152,14 @@ public final class PostgresCache: AsyncDataCaching, Service {
         return DataCacheEntry(key: key, data: row.value, metadata: row.metadata, created: created)
     }
 
+    /// Stores `data` and `metadata` for `key` in the database that holds it, replacing any entry,
+    /// dated by the cache's clock. A write that finds the database over ``Configuration/maximumSize``,
+    /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
+    /// not an error.
+    ///
+    /// - Throws: `CacheError.Code.unavailable` if the database is down, fails, or does not
+    ///   answer within ``Configuration/writeTimeout``; `CacheError.Code.invalidConfiguration`
+    ///   if its schema is of a version this code does not know.
     public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
@@ -163,6 +183,10 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Removes the entry for `key` from the database that holds it.
+    ///
+    /// - Returns: Whether there was one.
+    /// - Throws: as ``set(_:forKey:metadata:)``.
     @discardableResult
     public func removeValue(forKey key: String) async throws(CacheError) -> Bool {
         let digest = KeyDigest(key: key)
@@ -172,6 +196,13 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Removes from every database each entry that `isRemoved` accepts, given its key and
+    /// metadata. It reads the keys and metadata of the whole table and deletes a row a
+    /// statement, within ten write timeouts per database: for purges, not for a hot path.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: the error of the last database that failed (as ``set(_:forKey:metadata:)``
+    ///   says), after the others were purged.
     public func removeValues(
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) async throws(CacheError) -> Int {
@@ -212,6 +243,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
+    /// Empties the entries' table of every database, and zeroes its counts, one database after
+    /// the other.
+    ///
+    /// - Throws: as ``set(_:forKey:metadata:)``, at the first database that fails; the ones after
+    ///   it are left as they were.
     public func removeAll() async throws(CacheError) {
         for database in self.databases {
             try await database.perform("clearing", timeout: self.writeTimeout) { connection in
@@ -235,7 +271,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
         /// The bytes of their keys, values and metadata.
         public var bytes: Int
 
-        /// Creates a usage.
+        /// Creates a usage of `entries` entries holding `bytes` bytes.
         public init(entries: Int, bytes: Int) {
             self.entries = entries
             self.bytes = bytes
@@ -244,7 +280,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
 
     /// How much the cache holds, read from the counts the databases keep (no table is scanned).
     ///
-    /// - Throws: ``CacheError/Code/unavailable`` if a database cannot be read.
+    /// - Throws: `CacheError.Code.unavailable` if a database cannot be read.
     public func usage() async throws(CacheError) -> Usage {
         var usage = Usage(entries: 0, bytes: 0)
         for database in self.databases {

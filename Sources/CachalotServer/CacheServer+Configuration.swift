@@ -3,9 +3,19 @@ import Foundation
 
 extension CacheServer {
     /// What a ``CacheServer`` listens on, forwards to, and the limits it keeps.
+    ///
+    /// Only ``origin`` has no default. ``CacheServer/init(configuration:loader:group:logger:)``
+    /// checks the whole configuration and throws a ``ServerError`` that names what is wrong.
+    ///
+    /// ```swift
+    /// var configuration = CacheServer.Configuration(origin: URL(string: "http://127.0.0.1:8000")!)
+    /// configuration.admin = CacheServer.Address(host: "127.0.0.1", port: 9090)
+    /// configuration.limits.maximumConnections = 4_096
+    /// ```
     public struct Configuration: Sendable {
         /// The origin every request is forwarded to: `http://host[:port][/base]`. A request for
-        /// `/a?b` goes to `base/a?b` there.
+        /// `/a?b` goes to `base/a?b` there. It has no default; it must be an `http` or `https`
+        /// URL with a host and no query.
         public var origin: URL
         /// Where the proxy listens. Default: 127.0.0.1, port 8080. Port 0 picks a free port (see
         /// ``CacheServer/addresses``).
@@ -21,9 +31,11 @@ extension CacheServer {
         /// in front of the proxy), by IP address. From anyone else those fields are dropped, so
         /// that no client can steer what the origin answers under a shared key. Default: none.
         public var trustedProxies: Set<String>
-        /// The name the proxy gives itself in `Via` and `Cache-Status`. Default: `cachalot`.
+        /// The name the proxy gives itself in `Via` and `Cache-Status`; an HTTP token (letters,
+        /// digits, `-._~`). Default: `cachalot`.
         public var name: String
-        /// The limits that bound what one client can make the proxy hold or wait for.
+        /// The limits that bound what one client can make the proxy hold or wait for. Default:
+        /// `Limits()`, each limit at its own default.
         public var limits: Limits
         /// Where the proxy reports its counters (requests by what the cache did, bytes from
         /// the cache and from the origin, the origin's time to answer); `nil` for nowhere.
@@ -37,7 +49,19 @@ extension CacheServer {
         /// `nil` for none (those paths go to the origin like any other). Default: `nil`.
         public var images: ImageEndpoint?
 
-        /// Creates a configuration.
+        /// Creates a configuration; each parameter sets the property of the same name.
+        ///
+        /// - Parameters:
+        ///   - origin: The origin requests are forwarded to.
+        ///   - listen: Where the proxy listens. Default: 127.0.0.1, port 8080.
+        ///   - admin: Where the admin listener listens. Default: `nil`, none.
+        ///   - adminToken: The admin listener's bearer token. Default: `nil`, none required.
+        ///   - trustedProxies: The IP addresses whose forwarding fields are passed on. Default: none.
+        ///   - name: The name in `Via` and `Cache-Status`. Default: `cachalot`.
+        ///   - limits: The limits one client meets. Default: `Limits()`.
+        ///   - metrics: Where the counters go. Default: `nil`, nowhere.
+        ///   - metricsText: What the admin listener's `/metrics` answers. Default: `nil`, 404.
+        ///   - images: The image endpoint. Default: `nil`, none.
         public init(
             origin: URL,
             listen: Address = Address(host: "127.0.0.1", port: 8080),
@@ -95,12 +119,19 @@ extension CacheServer {
 
     /// A host and port to listen on.
     public struct Address: Sendable, Hashable, CustomStringConvertible {
-        /// An IP address or a host name.
+        /// An IP address or a host name; `0.0.0.0` for every IPv4 interface. No default.
         public var host: String
-        /// The port; 0 for any free one.
+        /// The port; 0 for any free one (``CacheServer/addresses`` then tells which). No default.
         public var port: Int
 
         /// Creates an address.
+        ///
+        /// Nothing is checked here: an address that cannot be bound makes ``CacheServer/run()``
+        /// throw.
+        ///
+        /// - Parameters:
+        ///   - host: An IP address or a host name.
+        ///   - port: The port, 0 for any free one.
         public init(host: String, port: Int) {
             self.host = host
             self.port = port
@@ -118,12 +149,18 @@ extension CacheServer {
             self.port = port
         }
 
+        /// `host:port`, or `[v6]:port` for an IPv6 address: the form ``init(_:)`` reads.
         public var description: String {
             self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
         }
     }
 
     /// The limits one client meets.
+    ///
+    /// Each has a default; ``CacheServer/init(configuration:loader:group:logger:)`` throws a
+    /// ``ServerError`` if ``maximumConnections`` is less than 1, ``maximumRequestLine`` less than
+    /// 64, ``maximumHeaderBytes`` less than 256, ``maximumRequestBody`` negative, a timeout not
+    /// positive, or ``shutdownGracePeriod`` negative.
     public struct Limits: Sendable, Hashable {
         /// The most connections open at once; further ones are closed as they arrive.
         /// Default: 1,024.
@@ -147,7 +184,17 @@ extension CacheServer {
         /// closed. Default: 10 seconds.
         public var shutdownGracePeriod: Duration
 
-        /// Creates limits.
+        /// Creates limits; each parameter sets the property of the same name.
+        ///
+        /// - Parameters:
+        ///   - maximumConnections: The most connections open at once. Default: 1,024.
+        ///   - maximumRequestLine: The longest request line, in bytes. Default: 8 KiB.
+        ///   - maximumHeaderBytes: The most bytes of header fields. Default: 32 KiB.
+        ///   - maximumRequestBody: The largest request body forwarded, in bytes. Default: 16 MiB.
+        ///   - requestHeadTimeout: How long a client may take to send a request head. Default: 30 seconds.
+        ///   - sendTimeout: How long a response may wait for its client to read. Default: 60 seconds.
+        ///   - shutdownGracePeriod: How long requests in flight go on after shutdown began.
+        ///     Default: 10 seconds.
         public init(
             maximumConnections: Int = 1_024,
             maximumRequestLine: Int = 8 << 10,
@@ -180,14 +227,19 @@ extension CacheServer {
     }
 }
 
-/// Why a ``CacheServer`` cannot start.
+/// Why a ``CacheServer`` cannot start: a configuration that cannot work, a loader without the
+/// rules of a shared cache, or a listener without an address.
+///
+/// Errors from binding a listener (an address in use, say) are NIO's own, thrown by
+/// ``CacheServer/run()`` as they come.
 public struct ServerError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong and what to do.
+    /// What is wrong and what to do, as a sentence; there is no default.
     public var message: String
 
     init(_ message: String) {
         self.message = message
     }
 
+    /// The ``message``.
     public var description: String { self.message }
 }

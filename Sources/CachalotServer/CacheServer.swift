@@ -9,7 +9,7 @@ import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
-/// A caching reverse proxy: answers HTTP/1.1 clients from a ``ResourceLoader``'s cache, and
+/// A caching reverse proxy: answers HTTP/1.1 clients from a `ResourceLoader`'s cache, and
 /// goes to one origin for what the cache cannot answer, following the rules of a shared cache
 /// (RFC 9111), with RFC 9211's `Cache-Status` on every response.
 ///
@@ -57,30 +57,33 @@ public final class CacheServer: Service, Sendable {
 
     /// The targeted cache-control fields (RFC 9213) a proxy obeys, most specific first: our own
     /// `Cachalot-Cache-Control`, then `CDN-Cache-Control`. Give them to the loader's rules
-    /// (``CacheRules/targetedFields``) so that, where an origin sends one, it governs this cache
+    /// (`CacheRules.targetedFields`) so that, where an origin sends one, it governs this cache
     /// instead of `Cache-Control` and `Expires`.
     public static let targetedFields: [HTTPField.Name] = [
         HTTPField.Name("Cachalot-Cache-Control")!, HTTPField.Name("CDN-Cache-Control")!,
     ]
 
-    /// The addresses the server listens on, once it does.
+    /// The addresses the server listens on, once it does, with the ports a port of 0 picked.
     public struct Addresses: Sendable {
-        /// The proxy's.
+        /// The proxy's listener's address.
         public var proxy: SocketAddress
-        /// The admin listener's, if there is one.
+        /// The admin listener's address; `nil` if ``Configuration/admin`` is `nil`.
         public var admin: SocketAddress?
     }
 
     /// Makes a server; it listens once ``run()`` is called.
     ///
     /// - Parameters:
-    ///   - configuration: Where to listen, the origin, limits.
-    ///   - loader: The loader that answers requests. Give it ``CacheRules/sharedCache`` rules
+    ///   - configuration: Where to listen, the origin, limits. No default.
+    ///   - loader: The loader that answers requests. Give it `CacheRules.sharedCache` rules
     ///     and no redirects to follow (`maximumRedirects: 0`): a proxy relays redirects.
     ///   - group: The event loops that serve connections. Default: NIO's shared ones.
     ///   - logger: Where the server logs: each request at info level (an access log), errors
     ///     and internals at debug.
-    /// - Throws: ``ServerError`` if the configuration cannot work.
+    /// - Throws: ``ServerError`` if the configuration cannot work (an origin that is not an
+    ///   `http` or `https` URL with a host and no query, a name that is not an HTTP token, an empty
+    ///   or non-ASCII admin token, a limit out of range, an image endpoint whose prefix, key or
+    ///   limits are invalid), or if `loader` does not follow the rules of a shared cache.
     public init(
         configuration: Configuration,
         loader: ResourceLoader,
@@ -138,6 +141,17 @@ public final class CacheServer: Service, Sendable {
     }
 
     /// Listens and serves until graceful shutdown or cancellation.
+    ///
+    /// Binds the proxy's listener, then the admin's, and publishes their ``addresses``. On
+    /// graceful shutdown (a `ServiceGroup`'s `SIGTERM`, say) it stops accepting, lets requests in
+    /// flight and the loader's background work finish for at most
+    /// ``Limits/shutdownGracePeriod``, then closes the rest and returns.
+    ///
+    /// - Throws: The error that kept a listener from binding (such as NIO's `IOError` when the
+    ///   address is in use or the host cannot be resolved; the proxy's port is closed again if the
+    ///   admin's cannot be bound), or a ``ServerError`` if the proxy's listener has no address.
+    ///   Once listening, it returns without throwing when shut down, and throws only if
+    ///   accepting connections fails.
     public func run() async throws {
         let proxy = ProxyResponder(server: self)
         let listeners: (proxy: Listener, admin: Listener?)

@@ -36,16 +36,34 @@ public struct ImageEndpoint: Sendable {
         case disabled
     }
 
-    /// Where the endpoint's paths start. Default: `/_image/`.
+    /// Where the endpoint's paths start; it starts and ends with `/` and names a path. Default:
+    /// `/_image/`.
     public var prefix: String
+    /// How image URLs are signed: with a key of at least 16 bytes, or ``Signing/disabled``. No
+    /// default: an endpoint without signatures must say so.
     public var signing: Signing
-    /// Where variants are kept, such as a ``DiskCache`` of their own.
+    /// Where variants are kept, such as a `DiskCache` of their own. No default.
     public var variants: any DataCaching
-    /// The most bytes an original may have. Default: 32 MiB.
+    /// The most bytes an original may have; a larger one is answered with 422, not decoded.
+    /// Must be positive. Default: 32 MiB.
     public var maximumSourceSize: Int
-    /// The most pixels an original may declare (over all its frames). Default: 50 million.
+    /// The most pixels an original may declare (over all its frames); a larger one is refused
+    /// with 422 before it is decoded. Must be positive. Default: 50 million.
     public var maximumPixelCount: Int
 
+    /// Makes an image endpoint for ``CacheServer/Configuration/images``.
+    ///
+    /// The values are checked when the server is made:
+    /// ``CacheServer/init(configuration:loader:group:logger:)`` throws a ``ServerError`` for a
+    /// prefix that does not start and end with `/`, a key shorter than 16 bytes, or a limit that
+    /// is not positive.
+    ///
+    /// - Parameters:
+    ///   - prefix: Where the endpoint's paths start. Default: `/_image/`.
+    ///   - signing: How URLs are signed.
+    ///   - variants: Where variants are kept.
+    ///   - maximumSourceSize: The most bytes an original may have. Default: 32 MiB.
+    ///   - maximumPixelCount: The most pixels an original may declare. Default: 50 million.
     public init(
         prefix: String = "/_image/",
         signing: Signing,
@@ -62,6 +80,9 @@ public struct ImageEndpoint: Sendable {
 
     /// The signature of `signed`, the part of an image path after its signature
     /// (`/<options>/<path>[?query]`), under `key`: unpadded base64url of its HMAC-SHA256.
+    ///
+    /// For a program outside the proxy that makes image URLs; ``path(for:options:)`` puts the
+    /// whole path together.
     public static func signature(of signed: String, key: Data) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: SymmetricKey(data: key))
         return Data(code).base64EncodedString()
@@ -72,6 +93,16 @@ public struct ImageEndpoint: Sendable {
 
     /// The path that asks for `source` (a path on the origin, with its query) with `options`,
     /// signed as `signing` says: `prefix` + signature + `/` + options + source.
+    ///
+    /// ```swift
+    /// let path = endpoint.path(for: "/photos/cat.jpg", options: "w256,h256,fill")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - source: A path and query on the origin (a missing leading `/` is added), or a whole
+    ///     URL on the origin, percent-encoded into one segment.
+    ///   - options: The processing options, such as `w256,h256,fill`, or `-` for none. They are
+    ///     not checked here: a request with invalid options is answered with 400.
     public func path(for source: String, options: String) -> String {
         let signed = "/" + options + (source.hasPrefix("/") ? source : "/" + source)
         switch self.signing {

@@ -5,7 +5,7 @@ import HTTPTypes
 /// A 206 (Partial Content) made from a whole response as its body passes: one range as the
 /// body itself, several as `multipart/byteranges` (RFC 9110 §14.6).
 struct PartialContent: Sendable {
-    /// The ranges, ascending, none overlapping (as ``ByteRanges/evaluate(_:response:length:)``
+    /// The ranges, ascending, none overlapping (as `ByteRanges.evaluate(_:response:length:)`
     /// gives them).
     let ranges: [Range<Int>]
     /// The whole body's length.

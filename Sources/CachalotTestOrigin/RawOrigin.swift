@@ -14,26 +14,35 @@ import Synchronization
 public final class RawOrigin: Sendable {
     /// One scripted answer.
     public struct Reply: Sendable {
-        /// The bytes sent as soon as the request's head has arrived.
+        /// The bytes sent as soon as the request's head has arrived. No default.
         public var bytes: Data
         /// After the bytes, sends `piece` this many times more (0 for none), then closes: a body
-        /// of any length without holding it in memory.
+        /// of any length without holding it in memory. Default: `nil`.
         public var repeating: (piece: Data, count: Int)?
         /// Keeps the connection open after sending, until the client closes it: a body that
-        /// stalls.
+        /// stalls. Default: `false`.
         public var staysOpen = false
         /// Reads the next request on the same connection after sending: a keep-alive
         /// connection. An empty reply to that request then closes it unanswered, as an origin
-        /// that closes an idle connection just as the client reuses it.
+        /// that closes an idle connection just as the client reuses it. Default: `false`.
         public var keepsServing = false
 
         /// Creates an answer of `text`'s UTF-8 bytes.
+        ///
+        /// - Parameters:
+        ///   - text: The whole answer, status line and all.
+        ///   - staysOpen: Whether the connection stays open after it. Default: `false`.
         public init(_ text: String, staysOpen: Bool = false) {
             self.bytes = Data(text.utf8)
             self.staysOpen = staysOpen
         }
 
         /// Creates an answer of `bytes`.
+        ///
+        /// - Parameters:
+        ///   - bytes: The first bytes sent.
+        ///   - repeating: A piece sent this many times after them. Default: `nil`, none.
+        ///   - staysOpen: Whether the connection stays open after it. Default: `false`.
         public init(bytes: Data, repeating: (piece: Data, count: Int)? = nil, staysOpen: Bool = false) {
             self.bytes = bytes
             self.repeating = repeating
@@ -57,7 +66,7 @@ public final class RawOrigin: Sendable {
         self.received.withLock { $0 }
     }
 
-    /// The URL of `path` on this origin.
+    /// The URL of `path` on this origin: `http://127.0.0.1:<port><path>`; `path` is not escaped.
     public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(self.port)\(path)")!
     }
@@ -70,6 +79,9 @@ public final class RawOrigin: Sendable {
 
     /// Starts an origin that answers the requests in the order they arrive with `replies`, and
     /// every later one with the last of them.
+    ///
+    /// - Precondition: `replies` is not empty (a request to an origin without replies traps).
+    /// - Throws: NIO's error if no port could be bound.
     public static func start(answering replies: [Reply]) async throws -> RawOrigin {
         let next = Mutex(0)
         return try await Self.start { _ in
@@ -81,7 +93,10 @@ public final class RawOrigin: Sendable {
         }
     }
 
-    /// Starts an origin that answers each request head with what `handler` returns for it.
+    /// Starts an origin on 127.0.0.1 at a free port that answers each request head (the text up
+    /// to the blank line) with what `handler` returns for it.
+    ///
+    /// - Throws: NIO's error if no port could be bound.
     public static func start(_ handler: @escaping @Sendable (String) -> Reply) async throws -> RawOrigin {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)

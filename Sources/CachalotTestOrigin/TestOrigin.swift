@@ -20,30 +20,43 @@ import Synchronization
 public final class TestOrigin: Sendable {
     /// One scripted answer.
     public struct Reply: Sendable {
-        /// The status code.
+        /// The status code. Default: 200.
         public var status: Int
-        /// The header fields, in order; `Content-Length` is added unless they have one.
+        /// The header fields, in order; `Content-Length` is added unless they have one (or the
+        /// reply ``isChunked``). Default: none.
         public var fields: [(String, String)]
-        /// The body.
+        /// The body, sent in pieces of 16 KiB. Default: empty.
         public var body: Data
         /// Sends only this many body bytes, then closes the connection, while `Content-Length`
-        /// announces the whole body.
+        /// announces the whole body. Default: `nil`, the whole body.
         public var truncatedAfter: Int?
-        /// Sends the body in chunks without announcing its length.
+        /// Sends the body in chunks without announcing its length. Default: `false`.
         public var isChunked = false
         /// Sends only this many body bytes, calls `reached`, then sends nothing more until the
-        /// client closes the connection: a download that hangs.
+        /// client closes the connection: a download that hangs. Default: `nil`.
         public var stall: (after: Int, reached: @Sendable () -> Void)?
         /// Sends this many body bytes, then waits for `resume` to return before sending the rest:
-        /// a body that arrives in two parts, when the test says.
+        /// a body that arrives in two parts, when the test says. Default: `nil`.
         public var pause: (after: Int, resume: @Sendable () async -> Void)?
 
         /// Creates an answer with a text body.
+        ///
+        /// - Parameters:
+        ///   - status: The status code. Default: 200.
+        ///   - fields: The header fields, in order. Default: none.
+        ///   - body: The body, as UTF-8. Default: empty.
+        ///   - truncatedAfter: How many body bytes to send before closing. Default: `nil`, all.
         public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", truncatedAfter: Int? = nil) {
             self.init(status: status, fields: fields, data: Data(body.utf8), truncatedAfter: truncatedAfter)
         }
 
         /// Creates an answer with a body of bytes.
+        ///
+        /// - Parameters:
+        ///   - status: The status code. Default: 200.
+        ///   - fields: The header fields, in order. Default: none.
+        ///   - data: The body.
+        ///   - truncatedAfter: How many body bytes to send before closing. Default: `nil`, all.
         public init(status: Int = 200, fields: [(String, String)] = [], data: Data, truncatedAfter: Int? = nil) {
             self.status = status
             self.fields = fields
@@ -73,7 +86,9 @@ public final class TestOrigin: Sendable {
         self.received.withLock { $0 }
     }
 
-    /// The URL of `path` on this origin.
+    /// The URL of `path` on this origin: `http://127.0.0.1:<port><path>`.
+    ///
+    /// - Parameter path: A path and query starting with `/`; it is not escaped.
     public func url(_ path: String) -> URL {
         URL(string: "http://127.0.0.1:\(self.port)\(path)")!
     }
@@ -89,7 +104,10 @@ public final class TestOrigin: Sendable {
         for connection in self.connections.withLock({ $0 }) { connection.close(promise: nil) }
     }
 
-    /// Starts an origin that answers with `handler`.
+    /// Starts an origin on 127.0.0.1 at a free port that answers with `handler`.
+    ///
+    /// - Parameter handler: Makes the answer to each request. Default: an empty 200.
+    /// - Throws: NIO's error if no port could be bound.
     public static func start(_ handler: @escaping Handler = { _ in Reply() }) async throws -> TestOrigin {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)

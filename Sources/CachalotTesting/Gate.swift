@@ -2,10 +2,13 @@ import Synchronization
 
 /// Holds tasks until it is opened; then lets every waiter, and every later one, through.
 public final class Gate: Sendable {
+    /// Creates a closed gate.
     public init() {}
 
     private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
+    /// Returns once the gate is open: at once if it already is. It does not respond to
+    /// cancellation: a waiter stays until ``open()``.
     public func wait() async {
         await withCheckedContinuation { continuation in
             let isOpen = self.state.withLock { state in
@@ -16,6 +19,7 @@ public final class Gate: Sendable {
         }
     }
 
+    /// Opens the gate for good, resuming every waiter; later calls do nothing more.
     public func open() {
         let waiters = self.state.withLock { state in
             state.isOpen = true
@@ -28,6 +32,7 @@ public final class Gate: Sendable {
 
 /// Counts events and lets a task wait until there have been enough.
 public final class Countdown: Sendable {
+    /// Creates a countdown at zero events.
     public init() {}
 
     private let state = Mutex<(count: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, []))
@@ -35,6 +40,7 @@ public final class Countdown: Sendable {
     /// The events so far.
     public var count: Int { self.state.withLock { $0.count } }
 
+    /// Counts one event, and resumes the waiters whose count has now been reached.
     public func increment() {
         let ready = self.state.withLock { state in
             state.count += 1
@@ -45,7 +51,8 @@ public final class Countdown: Sendable {
         for (_, waiter) in ready { waiter.resume() }
     }
 
-    /// Returns once `count` events have happened.
+    /// Returns once `count` events have happened: at once if they already have. It does not
+    /// respond to cancellation.
     public func wait(for count: Int) async {
         await withCheckedContinuation { continuation in
             let isReady = self.state.withLock { state in

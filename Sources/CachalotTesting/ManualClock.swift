@@ -17,8 +17,11 @@ public final class ManualClock: Clock, Sendable {
         /// The time since the clock was made.
         public var offset: Duration
 
+        /// The instant `duration` after this one.
         public func advanced(by duration: Duration) -> Instant { Instant(offset: self.offset + duration) }
+        /// The time from this instant to `other`; negative if `other` is earlier.
         public func duration(to other: Instant) -> Duration { other.offset - self.offset }
+        /// Whether `lhs` comes before `rhs`.
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
@@ -49,7 +52,11 @@ public final class ManualClock: Clock, Sendable {
         for sleeper in woken { sleeper.continuation.resume() }
     }
 
-    /// Suspends until ``advance(by:)`` moves the clock to `deadline` or past it.
+    /// Suspends until ``advance(by:)`` moves the clock to `deadline` or past it; returns at once
+    /// if it is there already. `tolerance` is ignored.
+    ///
+    /// - Throws: Never: unlike `ContinuousClock`'s, this sleep does not end on cancellation (the
+    ///   signature is `Clock`'s); a test that cancels a sleeper must also advance the clock.
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         await withCheckedContinuation { continuation in
             let isDue = self.state.withLock { state in

@@ -12,7 +12,9 @@ import Synchronization
 public final class ManualWallClock: Sendable {
     private let current: Mutex<Date>
 
-    /// A clock that reads `start` until advanced. Default: 2027-01-15 08:00:00 UTC.
+    /// A clock that reads `start` until advanced.
+    ///
+    /// - Parameter start: The time it reads first. Default: 2027-01-15 08:00:00 UTC.
     public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
         self.current = Mutex(start)
     }

@@ -7,7 +7,7 @@ import Glibc
 /// A throwaway PostgreSQL server for a test (Linux): a cluster that `initdb` makes in a temporary
 /// directory, listening on 127.0.0.1 at a free port, with trust authentication for the user
 /// `postgres`. When the tests run as root, the server runs as the `postgres` user, since
-/// PostgreSQL refuses root. ``stop()`` and ``start()`` stop and start it again (for outage
+/// PostgreSQL refuses root. ``stop()`` and ``start()-swift.method`` stop and start it again (for outage
 /// tests); ``remove()`` stops it for good and deletes its directory.
 public final class PostgresCluster: Sendable {
     /// The directory that holds the cluster's data, its log and its socket.
@@ -15,7 +15,8 @@ public final class PostgresCluster: Sendable {
     /// The TCP port it listens on, on 127.0.0.1.
     public let port: Int
 
-    /// The directory of PostgreSQL's programs: the newest version installed.
+    /// The directory of PostgreSQL's programs: the newest version installed (10 to 30, under
+    /// `/usr/lib/postgresql`); `nil` if none is.
     public static let binaries: String? = {
         let directories = (10...30).reversed().map { "/usr/lib/postgresql/\($0)/bin" }
         return directories.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }
@@ -32,7 +33,11 @@ public final class PostgresCluster: Sendable {
         self.port = port
     }
 
-    /// Makes and starts a cluster.
+    /// Makes and starts a cluster: a new temporary directory, `initdb`, then ``start()-swift.method``.
+    ///
+    /// - Throws: ``ClusterError`` if PostgreSQL is not installed, there is no `postgres` user to
+    ///   run it as root, or `initdb` or `pg_ctl` fails; a Foundation error if the directory cannot
+    ///   be made. The directory is left behind when this throws.
     public static func start() async throws -> PostgresCluster {
         let directory = FileManager.default.temporaryDirectory.appending(path: "cachalot-pg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
@@ -54,16 +59,25 @@ public final class PostgresCluster: Sendable {
     private var data: String { self.directory.appending(path: "data").path }
 
     /// The URL of `database` on this server, for the user `postgres`.
+    ///
+    /// - Parameter database: The database's name. Default: `postgres`, which `initdb` makes.
     public func url(_ database: String = "postgres") -> String {
         "postgres://postgres@127.0.0.1:\(self.port)/\(database)"
     }
 
-    /// Makes a database.
+    /// Makes a database with `createdb`.
+    ///
+    /// - Throws: ``ClusterError`` if `createdb` fails (the name is taken, the server is stopped).
     public func createDatabase(_ name: String) async throws {
         try await self.run("createdb", ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", "postgres", name])
     }
 
     /// Runs `sql` in `database` with psql; returns what it printed (unaligned, tuples only).
+    ///
+    /// - Parameters:
+    ///   - sql: The statements, run with `ON_ERROR_STOP`.
+    ///   - database: The database to run them in. Default: `postgres`.
+    /// - Throws: ``ClusterError`` if psql exits with an error, with what it printed.
     @discardableResult
     public func sql(_ sql: String, in database: String = "postgres") async throws -> String {
         try await self.run(
@@ -75,7 +89,9 @@ public final class PostgresCluster: Sendable {
         )
     }
 
-    /// Starts the server (again), waiting until it accepts connections.
+    /// Starts the server (again), waiting until it accepts connections (at most 60 seconds).
+    ///
+    /// - Throws: ``ClusterError`` if `pg_ctl start` fails or times out.
     public func start() async throws {
         try await self.run(
             "pg_ctl",
@@ -88,6 +104,8 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Stops the server at once (`immediate`: as a crash would), waiting until it is gone.
+    ///
+    /// - Throws: ``ClusterError`` if `pg_ctl stop` fails, such as when the server is not running.
     public func stop() async throws {
         try await self.run("pg_ctl", ["-D", self.data, "-m", "immediate", "-w", "stop"])
     }
@@ -99,6 +117,9 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Runs the cluster around `body`, and removes it after, whatever `body` does.
+    ///
+    /// - Returns: What `body` returns.
+    /// - Throws: What ``start()-swift.type.method`` throws, or what `body` throws.
     public static func with<Result>(_ body: (PostgresCluster) async throws -> Result) async throws -> Result {
         let cluster = try await Self.start()
         do {
@@ -113,6 +134,7 @@ public final class PostgresCluster: Sendable {
 
     /// Why the cluster could not be made, started or stopped.
     public struct ClusterError: Error, CustomStringConvertible {
+        /// What went wrong: the command, its exit status and its output.
         public var description: String
         init(_ description: String) { self.description = description }
     }

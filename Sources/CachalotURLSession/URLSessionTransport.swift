@@ -8,7 +8,7 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// An ``HTTPTransport`` on Foundation's `URLSession`, with Foundation's own cache switched off:
+/// An `HTTPTransport` on Foundation's `URLSession`, with Foundation's own cache switched off:
 /// Cachalot does the caching.
 ///
 /// ```swift
@@ -38,6 +38,9 @@ public final class URLSessionTransport: HTTPTransport {
     /// Creates a transport on a session of its own made with `configuration` (by default an
     /// ephemeral one), without a `URLCache` and ignoring any locally cached data whatever the
     /// configuration says: otherwise Foundation could answer before Cachalot sees the request.
+    ///
+    /// - Parameter configuration: The session's configuration, copied (the caller's is left as
+    ///   it was). Default: `.ephemeral`.
     public init(configuration: URLSessionConfiguration = .ephemeral) {
         // A copy: the caller's configuration is left as it was.
         let configuration = configuration.copy() as! URLSessionConfiguration
@@ -51,6 +54,15 @@ public final class URLSessionTransport: HTTPTransport {
         self.session.finishTasksAndInvalidate()
     }
 
+    /// Sends `request` with `body` (as an upload task when there is one) and returns the
+    /// response's head as soon as it arrives, with its body to read as it comes. A request
+    /// without `Accept-Encoding` is sent with `Accept-Encoding: identity`.
+    ///
+    /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute URL;
+    ///   `transport` if `URLSession` answers without an HTTP response or with a head HTTPTypes
+    ///   cannot represent; `URLError` (or Foundation's error) when the request fails before its
+    ///   head, including when the task is cancelled. Reading the body throws the task's error if
+    ///   it fails later; stopping the reading cancels the task.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
         guard var urlRequest = URLRequest(httpRequest: request) else {
             throw LoadError(.invalidRequest, "The request has no absolute URL to send to.")

@@ -26,25 +26,41 @@ public struct DataCacheEntry: Hashable, Sendable {
 /// that code written against `DataCaching` can be tested without a disk.
 public protocol DataCaching: Sendable {
     /// The entry stored for `key`, or `nil`.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read. A store should answer `nil`, not
+    ///   throw, for an entry it finds damaged.
     func entry(forKey key: String) throws(CacheError) -> DataCacheEntry?
     /// Whether an entry is stored for `key`, without counting it as a use.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read.
     func contains(_ key: String) throws(CacheError) -> Bool
     /// Stores `data` and `metadata` for `key`, replacing any entry.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be written (``CacheError/Code/outOfSpace`` on
+    ///   a full disk); the previous entry, if any, should then stay.
     func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError)
     /// Removes the entry for `key`; returns whether there was one.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be changed.
     @discardableResult
     func removeValue(forKey key: String) throws(CacheError) -> Bool
     /// Removes every entry.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be changed.
     func removeAll() throws(CacheError)
 }
 
 extension DataCaching {
     /// The bytes stored for `key`, or `nil`.
+    ///
+    /// - Throws: what ``entry(forKey:)`` throws.
     public func data(forKey key: String) throws(CacheError) -> Data? {
         try self.entry(forKey: key)?.data
     }
 
     /// Stores `data` without metadata for `key`.
+    ///
+    /// - Throws: what ``set(_:forKey:metadata:)`` throws.
     public func set(_ data: Data, forKey key: String) throws(CacheError) {
         try self.set(data, forKey: key, metadata: Data())
     }

@@ -84,6 +84,11 @@ extension DiskCache {
         /// Makes the entry visible: completes its header, renames it into place, and evicts
         /// until the limits hold. An entry larger than the size limit is discarded instead, and
         /// the entry stored before for the key is removed.
+        ///
+        /// - Throws: ``CacheError/Code/invalidArgument`` if the writer was already committed or
+        ///   discarded, or one of its writes failed (the file is then removed); ``CacheError``
+        ///   (code `outOfSpace` or `fileSystem`) if the file cannot be completed, renamed or
+        ///   recorded, in which case the temporary file is removed and the previous entry stays.
         public func commit() throws(CacheError) {
             guard let descriptor = self.descriptor, !self.hasFailed else {
                 self.discard()
@@ -186,6 +191,8 @@ extension DiskCache {
 
         /// The next piece of the body, at most `maximumCount` bytes, or `nil` at the end.
         ///
+        /// - Parameter maximumCount: The most bytes to return. Default: 64 KiB.
+        ///
         /// - Throws: ``CacheError`` if the file cannot be read, was cut short under the reader
         ///   (which only something outside the cache could do), or its body does not match its
         ///   checksum (``CacheError/Code/corrupted``, from the read that reaches the end).
@@ -216,12 +223,21 @@ extension DiskCache {
     }
 
     /// Starts a streaming write of the entry for `key`; see ``Writer``.
+    ///
+    /// - Parameters:
+    ///   - key: The entry's key.
+    ///   - metadata: Stored with the body. Default: empty.
+    /// - Throws: ``CacheError`` if the temporary file cannot be made or its header written (code
+    ///   `outOfSpace` on a full disk, `fileSystem` otherwise, including on a read-only cache).
     public func makeWriter(forKey key: String, metadata: Data = Data()) throws(CacheError) -> Writer {
         try Writer(cache: self, key: key, metadata: metadata)
     }
 
     /// Opens the entry for `key` for reading its body in pieces, or returns `nil` if there is no
-    /// whole entry; see ``BodyReader``. Opening counts as a use of the entry.
+    /// whole entry; see ``BodyReader``. Opening counts as a use of the entry. A damaged or
+    /// expired entry is removed, and `nil` returned.
+    ///
+    /// - Throws: ``CacheError`` if the entry's file exists but cannot be opened or read.
     public func bodyReader(forKey key: String) throws(CacheError) -> BodyReader? {
         let digest = KeyDigest(key: key)
         let path = self.store.path(of: digest)

@@ -148,6 +148,8 @@ public final class DiskCache: DataCaching {
     }
 
     /// Whether a whole, unexpired entry is stored for `key`. Does not count as a use.
+    ///
+    /// - Throws: ``CacheError`` if the entry's file exists but cannot be opened or read.
     public func contains(_ key: String) throws(CacheError) -> Bool {
         try self.prefix(forKey: key) != nil
     }
@@ -156,6 +158,8 @@ public final class DiskCache: DataCaching {
     /// no whole, unexpired entry is stored for `key`. Does not count as a use.
     ///
     /// For tools that list what a cache holds without reading every body.
+    ///
+    /// - Throws: ``CacheError`` if the entry's file exists but cannot be opened or read.
     public func metadata(forKey key: String) throws(CacheError) -> (metadata: Data, bodySize: Int)? {
         guard let contents = try self.prefix(forKey: key) else { return nil }
         let prefixSize = EntryFile.headerSize + contents.key.utf8.count + contents.metadata.count
@@ -292,6 +296,9 @@ public final class DiskCache: DataCaching {
     }
 
     /// Removes the entries stored before `date`; returns how many.
+    ///
+    /// - Throws: ``CacheError`` if the lock or the journal cannot be used, the cache is read-only (code `fileSystem`), or some
+    ///   entry files could not be removed (the others are, and the error names what was left).
     @discardableResult
     public func removeEntries(createdBefore date: Date) throws(CacheError) -> Int {
         let limit = self.store.nanoseconds(date)
@@ -299,6 +306,8 @@ public final class DiskCache: DataCaching {
     }
 
     /// Removes the entries not read or stored since `date`; returns how many.
+    ///
+    /// - Throws: as ``removeEntries(createdBefore:)``.
     @discardableResult
     public func removeEntries(notAccessedSince date: Date) throws(CacheError) -> Int {
         let limit = self.store.nanoseconds(date)
@@ -306,6 +315,9 @@ public final class DiskCache: DataCaching {
     }
 
     /// Evicts least recently used entries until the total size is at most `size`; returns how many.
+    ///
+    /// - Throws: ``CacheError/Code/invalidArgument`` if `size` is negative; otherwise as
+    ///   ``removeEntries(createdBefore:)``.
     @discardableResult
     public func trim(toSize size: Int) throws(CacheError) -> Int {
         guard size >= 0 else { throw .invalidArgument("The size to trim to must not be negative (got \(size)).") }
@@ -319,16 +331,23 @@ public final class DiskCache: DataCaching {
     // MARK: - Inspecting
 
     /// The space the entries' files take, in bytes counted in whole allocation units.
+    ///
+    /// - Throws: ``CacheError`` with code `fileSystem` if the lock cannot be taken or the journal
+    ///   cannot be read.
     public var totalSize: Int {
         get throws(CacheError) { try self.transaction(changing: false) { state in state.index.totalSize } }
     }
 
     /// The number of entries.
+    ///
+    /// - Throws: as ``totalSize``.
     public var count: Int {
         get throws(CacheError) { try self.transaction(changing: false) { state in state.index.count } }
     }
 
-    /// Every entry, least recently used first.
+    /// Every entry, least recently used first, as the journal knows them (no file is read).
+    ///
+    /// - Throws: as ``totalSize``.
     public func entries() throws(CacheError) -> [EntryInfo] {
         try self.transaction(changing: false) { state in
             state.index.entriesByUse.map { entry in
@@ -390,6 +409,9 @@ public final class DiskCache: DataCaching {
     /// deleted while its entries stayed. Each cache sweeps once after opening, a step with each
     /// of its first 257 changes, so that opening never waits for a directory scan; this call
     /// sweeps the whole directory now, one subdirectory per lock, for tools and tests.
+    ///
+    /// - Throws: ``CacheError`` if the lock or the journal cannot be used, the cache is read-only (code `fileSystem`), or a
+    ///   subdirectory cannot be listed or changed; the subdirectories before it stay swept.
     @discardableResult
     public func sweep() throws(CacheError) -> Int {
         var fixed = 0

@@ -15,24 +15,30 @@ public final class InMemoryDataCache: DataCaching {
         self.now = now
     }
 
+    /// The entry stored for `key`, or `nil`. Never throws.
     public func entry(forKey key: String) throws(CacheError) -> DataCacheEntry? {
         self.entries.withLock { $0[key] }
     }
 
+    /// Whether an entry is stored for `key`. Never throws.
     public func contains(_ key: String) throws(CacheError) -> Bool {
         self.entries.withLock { $0[key] != nil }
     }
 
+    /// Stores `data` and `metadata` for `key`, dated by the store's clock, replacing any entry.
+    /// Never throws.
     public func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {
         let entry = DataCacheEntry(key: key, data: data, metadata: metadata, created: self.now())
         self.entries.withLock { $0[key] = entry }
     }
 
+    /// Removes the entry for `key`; returns whether there was one. Never throws.
     @discardableResult
     public func removeValue(forKey key: String) throws(CacheError) -> Bool {
         self.entries.withLock { $0.removeValue(forKey: key) != nil }
     }
 
+    /// Removes every entry. Never throws.
     public func removeAll() throws(CacheError) {
         self.entries.withLock { $0.removeAll() }
     }
@@ -40,6 +46,8 @@ public final class InMemoryDataCache: DataCaching {
 
 /// An ``InMemoryDataCache`` can stand in for a shared tier too, in tests and previews.
 extension InMemoryDataCache: AsyncDataCaching {
+    /// Removes every entry that `isRemoved` accepts, given its key and metadata; returns how many
+    /// were removed. Never throws.
     public func removeValues(
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) throws(CacheError) -> Int {

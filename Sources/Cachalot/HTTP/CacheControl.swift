@@ -23,9 +23,11 @@
 /// the freshness facts changed, so that directives stored without it are parsed again.
 public struct CacheControl: Sendable, Hashable {
     /// `max-age`: how many seconds the response stays fresh, or, in a request, the oldest
-    /// response the client accepts.
+    /// response the client accepts. `nil` when absent; 0 when malformed or given twice with
+    /// different values (see ``hasInvalidFreshness``).
     public var maxAge: Int?
-    /// `s-maxage`: the freshness lifetime in shared caches, before `max-age`.
+    /// `s-maxage`: the freshness lifetime in shared caches, before `max-age`. `nil` when absent;
+    /// 0 when malformed or given twice with different values.
     public var sharedMaxAge: Int?
     /// `no-cache`: a stored response must be validated before each use.
     public var isNoCache = false
@@ -50,15 +52,18 @@ public struct CacheControl: Sendable, Hashable {
     /// `immutable` (RFC 8246): while fresh, the response is not revalidated on a reload.
     public var isImmutable = false
     /// `stale-while-revalidate` (RFC 5861): seconds after it turns stale during which the
-    /// response may be served while it is revalidated in the background.
+    /// response may be served while it is revalidated in the background. `nil` when absent or
+    /// malformed.
     public var staleWhileRevalidate: Int?
     /// `stale-if-error` (RFC 5861): seconds after it turns stale during which the response may
-    /// be served if the origin fails or answers with a server error.
+    /// be served if the origin fails or answers with a server error. `nil` when absent or
+    /// malformed.
     public var staleIfError: Int?
     /// `max-stale` (request): how stale a response the client accepts; `Int.max` when the
-    /// directive has no value (any staleness).
+    /// directive has no value (any staleness); `nil` when absent or malformed.
     public var maxStale: Int?
-    /// `min-fresh` (request): how long the response must still stay fresh.
+    /// `min-fresh` (request): how long the response must still stay fresh; `nil` when absent or
+    /// malformed.
     public var minFresh: Int?
     /// `only-if-cached` (request): answer from the cache or with 504, never from the network.
     public var isOnlyIfCached = false

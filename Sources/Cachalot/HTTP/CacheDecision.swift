@@ -19,7 +19,10 @@ public enum CacheDecision: Sendable, Hashable {
 
 /// Whether a stored response used as an answer was fresh, and if not, what allowed it.
 public enum Freshness: Sendable, Hashable {
+    /// The response was fresh: its age was within its freshness lifetime (and the request's
+    /// `max-age` and `min-fresh`).
     case fresh
+    /// The response was stale, and was used for the reason given.
     case stale(StaleReason)
 }
 

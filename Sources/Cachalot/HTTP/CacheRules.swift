@@ -27,7 +27,8 @@ import HTTPTypes
 /// - Only `GET` responses are stored, and `206` (partial content) is not, since the cache does
 ///   not combine ranges.
 public struct CacheRules: Sendable, Hashable {
-    /// Whether the cache is shared between users (a proxy) rather than private to one.
+    /// Whether the cache is shared between users (a proxy) rather than private to one. Default:
+    /// `false`.
     public var isShared: Bool
 
     /// The targeted cache-control fields this cache obeys, most applicable first: its target

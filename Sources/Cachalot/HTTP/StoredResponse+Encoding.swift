@@ -28,10 +28,10 @@ extension StoredResponse {
     ///
     /// Everything a cache decision needs comes before the head, which is checked when the
     /// metadata is read but decoded only when ``response`` is first read: a fresh hit whose
-    /// caller wants only the body parses no header field. Facts stored by another version of
-    /// ``FreshnessFacts`` are computed again from the head, with no targeted field (version 1,
-    /// the only earlier one, had none). "CHR1", the earlier form (the times, then the head, then
-    /// the varying fields, and no facts), is still read.
+    /// caller wants only the body parses no header field. Facts stored by another version of the
+    /// freshness facts (`FreshnessFacts`) are computed again from the head, with no targeted
+    /// field (version 1, the only earlier one, had none). "CHR1", the earlier form (the times,
+    /// then the head, then the varying fields, and no facts), is still read.
     public func encoded() -> Data {
         var writer = Writer()
         writer.append(Self.magic)

@@ -197,6 +197,8 @@ public struct StoredResponse: Sendable, Hashable {
         self.storage = Storage(head, requestTime, responseTime, varyingFields, facts: facts)
     }
 
+    /// Whether two stored responses have the same head, request and response times, varying
+    /// fields and targeted fields.
     public static func == (left: StoredResponse, right: StoredResponse) -> Bool {
         left.storage === right.storage
             || (left.response == right.response && left.requestTime == right.requestTime
@@ -204,6 +206,7 @@ public struct StoredResponse: Sendable, Hashable {
                 && left.targets == right.targets)
     }
 
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(self.response)
         hasher.combine(self.requestTime)

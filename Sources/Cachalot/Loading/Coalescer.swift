@@ -232,7 +232,7 @@ package final class Coalescer<Value: Sendable>: Sendable {
 public struct LoadProgress: Sendable, Hashable {
     /// The bytes received so far.
     public var received: Int
-    /// The length the response announced with `Content-Length`, if it did.
+    /// The length the response announced with `Content-Length`; `nil` if it announced none.
     public var expected: Int?
 
     /// Creates a progress report.

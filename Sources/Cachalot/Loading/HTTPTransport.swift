@@ -33,11 +33,13 @@ public struct HTTPTransportResponse: Sendable {
 ///
 /// It can be iterated once: it reads from the connection, and what was read is gone.
 public struct HTTPBody: AsyncSequence, Sendable {
+    /// A piece of the body, as the network delivered it.
     public typealias Element = Data
 
     private let makeNext: @Sendable () -> () async throws -> Data?
 
-    /// A body read from `sequence`, each element turned into `Data` by `transform`.
+    /// A body read from `sequence`, each element turned into `Data` by `transform`; the
+    /// sequence's errors are the body's.
     public init<Base: AsyncSequence & Sendable>(
         _ sequence: Base,
         transform: @escaping @Sendable (Base.Element) -> Data
@@ -53,6 +55,8 @@ public struct HTTPBody: AsyncSequence, Sendable {
         self.init(Pieces(pieces: pieces)) { $0 }
     }
 
+    /// An iterator over the pieces. A body from the network is read once: a second iterator
+    /// gets what the first left, if anything.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(nextPiece: self.makeNext())
     }
@@ -61,6 +65,9 @@ public struct HTTPBody: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         fileprivate let nextPiece: () async throws -> Data?
 
+        /// The next piece; `nil` at the end of the body.
+        ///
+        /// - Throws: The transport's error if the connection broke or timed out before the end.
         public mutating func next() async throws -> Data? {
             try await self.nextPiece()
         }

@@ -131,6 +131,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
         /// never stored.
         public static let invalidResponse = Code(base: .invalidResponse)
 
+        /// The code's name, such as `transport`.
         public var description: String { "\(self.base)" }
     }
 
@@ -138,16 +139,23 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// What happened and what to do about it.
     public var message: String
-    /// The transport's error, for ``Code/transport``.
+    /// The transport's error, for ``Code/transport``, or the disk tier's, for ``Code/storage``;
+    /// `nil` for the other codes.
     public var underlying: (any Error)?
 
     /// Creates an error; transports may throw one too.
+    ///
+    /// - Parameters:
+    ///   - code: The kind of failure.
+    ///   - message: What happened and what to do about it.
+    ///   - underlying: The transport's error. Default: `nil`.
     public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
+    /// `LoadError.<code>: <message>`.
     public var description: String {
         "LoadError.\(self.code): \(self.message)"
     }

@@ -24,7 +24,7 @@ extension ResourceLoader {
         /// bodies are held in memory. Default: 8 MiB.
         public var streamingThreshold: Int
         /// Turns a request's URL into the key it is stored under, for URLs that carry rotating
-        /// tokens: `{ $0.removingQuery(named: "token") }`. The URL comes in key form (see
+        /// tokens: a closure that drops the `token=` query item, say. The URL comes in key form (see
         /// ``CacheKey``). Default: `nil`, the URL itself.
         public var keyTransform: (@Sendable (String) -> String)?
         /// Where the loader reports its swift-metrics counters. Default: `nil`, none.
@@ -80,8 +80,18 @@ extension ResourceLoader {
 
     /// How urgent a load is: among the requests waiting for a host, higher goes first.
     public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable {
-        case veryLow, low, normal, high, veryHigh
+        /// Below ``low``.
+        case veryLow
+        /// For work ahead of need: the default of ``ResourceLoader/prefetch(_:priority:)``.
+        case low
+        /// The default of a load.
+        case normal
+        /// Above ``normal``.
+        case high
+        /// The most urgent.
+        case veryHigh
 
+        /// Whether `lhs` is less urgent than `rhs`.
         public static func < (lhs: Priority, rhs: Priority) -> Bool {
             lhs.rawValue < rhs.rawValue
         }

@@ -64,6 +64,9 @@ extension ResourceLoader {
     }
 
     /// The bytes the disk tier holds, if it is a ``DiskCache`` (`nil` for another kind, 0 for none).
+    ///
+    /// - Throws: ``CacheError`` with code `fileSystem` if the disk cache's lock or journal could
+    ///   not be read.
     public var diskSize: Int? {
         get throws(CacheError) {
             guard let disk = self.store.disk else { return 0 }

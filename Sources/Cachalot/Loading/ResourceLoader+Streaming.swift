@@ -19,9 +19,10 @@ public struct ResourceStream: Sendable {
     /// cache, and for one from the network that announced its `Content-Length`. `nil` for an
     /// answer that has no body (to `HEAD`, a 204, a 304) or whose length is unknown.
     public var length: Int?
-    /// Why the request went to the origin; see ``Resource/forwardReason``.
+    /// Why the request went to the origin; `nil` when it did not. See ``Resource/forwardReason``.
     public var forwardReason: Resource.ForwardReason?
-    /// How many more seconds a stored answer stays fresh; see ``Resource/timeToLive``.
+    /// How many more seconds a stored answer stays fresh; `nil` for an answer that was not
+    /// stored. See ``Resource/timeToLive``.
     public var timeToLive: Int?
     /// Whether a response from the network is being stored as it passes: it will be, once it
     /// has been read whole, unless it outgrows the largest entry or the disk tier fails.
@@ -69,6 +70,11 @@ extension ResourceLoader {
     /// largest entry stored). A request holds its place among
     /// ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
     ///
+    /// - Parameters:
+    ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
+    ///   - body: The body to send, for methods that have one. Default: `nil`.
+    ///   - policy: How this load uses the cache. Default: `nil`, the configuration's.
+    ///   - priority: How soon it goes if it has to wait for its host. Default: `.normal`.
     /// - Returns: The response head, where it came from, and the body to read.
     /// - Throws: ``LoadError`` as `load` does, before the head; reading the body throws
     ///   ``LoadError`` if it breaks off or ends before its `Content-Length`.

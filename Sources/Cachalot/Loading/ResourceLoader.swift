@@ -63,7 +63,7 @@ public final class ResourceLoader: Sendable {
     /// - Parameters:
     ///   - configuration: Rules, policy, limits; see ``Configuration`` for the defaults.
     ///   - transport: What sends requests.
-    ///   - disk: The disk tier, usually a ``DiskCache``; `nil` for none.
+    ///   - disk: The disk tier, usually a ``DiskCache``; `nil` for none. Default: `nil`.
     ///   - shared: The tiers below the disk, shared with other machines (see
     ///     ``AsyncDataCaching``), asked in order when memory and disk have nothing to use.
     ///     Default: none.
@@ -116,6 +116,15 @@ public final class ResourceLoader: Sendable {
     /// Loads `url` with a `GET`.
     ///
     /// See ``load(_:body:policy:priority:progress:)``.
+    ///
+    /// - Parameters:
+    ///   - url: The URL to load.
+    ///   - policy: How this load uses the cache. Default: `nil`, the configuration's.
+    ///   - priority: How soon it goes if it has to wait for its host. Default: `.normal`.
+    ///   - progress: Told how much of the body has arrived, when it comes from the network.
+    ///     Default: `nil`.
+    /// - Returns: The body, the response head and where the answer came from.
+    /// - Throws: as ``load(_:body:policy:priority:progress:)``.
     nonisolated(nonsending) public func load(
         _ url: URL,
         policy: CachePolicy? = nil,
@@ -130,10 +139,11 @@ public final class ResourceLoader: Sendable {
     ///
     /// - Parameters:
     ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
-    ///   - body: The body to send, for methods that have one.
+    ///   - body: The body to send, for methods that have one. Default: `nil`.
     ///   - policy: How this load uses the cache. Default: the configuration's.
     ///   - priority: How soon it goes if it has to wait for its host. Default: normal.
     ///   - progress: Told how much of the body has arrived, when it comes from the network.
+    ///     Default: `nil`.
     /// - Returns: The body, the response head and where the answer came from.
     /// - Throws: ``LoadError`` if the request has no `http` or `https` URL, the transport failed
     ///   before a whole response arrived (and no stale response may stand in), or the body
@@ -372,8 +382,11 @@ public final class ResourceLoader: Sendable {
     /// another executor. It may read the disk tier. It is counted in ``statistics`` only when it
     /// answers.
     ///
-    /// - Parameter largestBody: The largest body answered: `nil` for a larger one, which the
-    ///   caller may rather stream. Default: no limit.
+    /// - Parameters:
+    ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
+    ///   - policy: How the request uses the cache. Default: `nil`, the configuration's.
+    ///   - largestBody: The largest body answered: `nil` for a larger one, which the caller may
+    ///     rather stream. Default: no limit.
     /// - Throws: ``LoadError`` with ``LoadError/Code/invalidRequest`` if the request has no
     ///   `http` or `https` URL.
     public func cachedAnswer(

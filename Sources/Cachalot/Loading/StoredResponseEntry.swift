@@ -23,6 +23,9 @@ extension DiskCache {
     ///
     /// Entries that are not responses are skipped: the record of the fields a URL's responses
     /// vary on, and anything else stored in the same cache.
+    ///
+    /// - Throws: ``CacheError`` if the lock or the journal cannot be used, or an entry's file
+    ///   exists but cannot be read.
     public func storedResponses() throws(CacheError) -> [StoredResponseEntry] {
         var responses: [StoredResponseEntry] = []
         for info in try self.entries() {

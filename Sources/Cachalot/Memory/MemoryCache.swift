@@ -171,7 +171,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
     ///   - key: The key to store it under.
     ///   - cost: What the value costs against ``Configuration/costLimit``, such as its size in
     ///     bytes. Default: 1.
-    ///   - timeToLive: How long the value stays valid; `nil` takes the configuration's
+    ///   - timeToLive: How long the value stays valid. Default: `nil`, the configuration's
     ///     ``Configuration/timeToLive``.
     /// - Throws: ``CacheError/Code/invalidArgument`` if `cost` is negative or `timeToLive` is
     ///   not positive; the cache is unchanged then.

@@ -44,6 +44,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         /// did not answer in time.
         public static let unavailable = Code(.unavailable)
 
+        /// The code in words, such as `out of space`.
         public var description: String {
             switch self.base {
             case .invalidConfiguration: "invalid configuration"
@@ -60,9 +61,11 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Code
     /// A sentence that says what was wrong and what to do about it.
     public let message: String
-    /// The file or directory involved, for file-system errors.
+    /// The file or directory involved, for file-system errors (and a damaged entry's file);
+    /// `nil` when no file is involved.
     public let path: String?
-    /// The operating system's error number, for file-system errors.
+    /// The operating system's error number, for file-system errors; `nil` when the failure did
+    /// not come from a system call.
     public let errno: Int32?
 
     @usableFromInline
@@ -73,6 +76,7 @@ public struct CacheError: Error, Hashable, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
+    /// The code in words, then the message: `out of space: …`.
     public var description: String {
         "\(self.code): \(self.message)"
     }

@@ -7,7 +7,7 @@ import CoreMetrics
 /// configuration.metrics = MetricsConfiguration(label: "images.memory")
 /// ```
 public struct MetricsConfiguration: Sendable {
-    /// The prefix of every metric's label, such as `"images.memory"`.
+    /// The prefix of every metric's label, such as `"images.memory"`. No default.
     public var label: String
     /// The factory that makes the metrics. Default: `MetricsSystem.factory`, the one the
     /// application bootstrapped.

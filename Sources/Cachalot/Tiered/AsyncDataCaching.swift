@@ -23,15 +23,24 @@ public protocol AsyncDataCaching: Sendable {
     /// - Throws: ``CacheError`` if the store cannot be read (in time).
     func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry?
     /// Stores `data` and `metadata` for `key`, replacing any entry.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be written (in time); the loader counts the
+    ///   failure and goes on.
     func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError)
     /// Removes the entry for `key`; returns whether there was one.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be changed (in time).
     @discardableResult
     func removeValue(forKey key: String) async throws(CacheError) -> Bool
     /// Removes every entry that `isRemoved` accepts, given its key and its metadata; returns
     /// how many were removed. For administration (purges), not for a hot path.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read or changed.
     func removeValues(
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) async throws(CacheError) -> Int
     /// Removes every entry.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be changed.
     func removeAll() async throws(CacheError)
 }

@@ -2,11 +2,17 @@ import Foundation
 
 /// A memory cache of ready-to-use values over a store of their bytes, with a codec between them.
 ///
+/// With `Bitmap`, `ImageEncoder` and `ImageDecoder` from `CachalotImages`:
+///
 /// ```swift
 /// let images = try TieredCache(
 ///     memory: MemoryCache<String, Bitmap>(),
 ///     disk: DiskCache(directory: cacheDirectory),
-///     codec: .init(encode: { try $0.pngData() }, decode: { try Bitmap(png: $0) }, cost: { $0.cost })
+///     codec: .init(
+///         encode: { try ImageEncoder.png($0) },
+///         decode: { try ImageDecoder().decode($0) },
+///         cost: { $0.cost }
+///     )
 /// )
 /// let bitmap = try images.value(forKey: url)  // memory, else disk (then kept in memory)
 /// ```
@@ -17,14 +23,23 @@ import Foundation
 public final class TieredCache<Value: Sendable>: Sendable {
     /// How values become bytes and back, and what a value costs in memory.
     public struct Codec: Sendable {
-        /// Turns a value into the bytes the store keeps.
+        /// Turns a value into the bytes the store keeps. An error it throws makes
+        /// ``TieredCache/set(_:forKey:metadata:)`` throw ``CacheError/Code/invalidArgument``. No
+        /// default.
         public var encode: @Sendable (Value) throws -> Data
-        /// Turns stored bytes back into a value.
+        /// Turns stored bytes back into a value. An error it throws makes the bytes read as no
+        /// entry, and they are removed from the store. No default.
         public var decode: @Sendable (Data) throws -> Value
-        /// The value's cost against the memory tier's cost limit, such as its size in bytes.
+        /// The value's cost against the memory tier's cost limit, such as its size in bytes; a
+        /// negative cost counts as 0. No default.
         public var cost: @Sendable (Value) -> Int
 
         /// Creates a codec.
+        ///
+        /// - Parameters:
+        ///   - encode: Turns a value into bytes; it may throw.
+        ///   - decode: Turns bytes into a value; it may throw.
+        ///   - cost: A value's cost in the memory tier (a negative one counts as 0).
         public init(
             encode: @escaping @Sendable (Value) throws -> Data,
             decode: @escaping @Sendable (Data) throws -> Value,
@@ -67,6 +82,11 @@ public final class TieredCache<Value: Sendable>: Sendable {
 
     /// Stores `value` in memory and its bytes, with `metadata`, in the store.
     ///
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - key: Its key in both tiers.
+    ///   - metadata: Stored with the bytes. Default: empty.
+    ///
     /// - Throws: ``CacheError/Code/invalidArgument`` if the codec cannot encode the value (then
     ///   neither tier changes), or the store's error.
     public func set(_ value: Value, forKey key: String, metadata: Data = Data()) throws(CacheError) {
@@ -81,12 +101,16 @@ public final class TieredCache<Value: Sendable>: Sendable {
     }
 
     /// Removes the value for `key` from both tiers.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot remove it; memory has forgotten it already.
     public func removeValue(forKey key: String) throws(CacheError) {
         self.memory.removeValue(forKey: key)
         try self.disk.removeValue(forKey: key)
     }
 
     /// Removes every value from both tiers.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be emptied; memory is empty already.
     public func removeAll() throws(CacheError) {
         self.memory.removeAll()
         try self.disk.removeAll()
