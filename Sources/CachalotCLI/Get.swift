@@ -46,6 +46,9 @@ struct Get: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the server's answer to begin, and at most between two pieces of its body.")
     var timeout: Double = 30
 
+    @Option(name: .customLong("max-time"), help: "Seconds the whole transfer may take (default: no limit).")
+    var maximumTime: Double?
+
     @Flag(name: .shortAndLong, help: "Say where the answer came from, with its status, size and time.")
     var verbose = false
 
@@ -66,18 +69,25 @@ struct Get: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard let url = URL(string: self.url), url.scheme == "http" || url.scheme == "https", url.host() != nil else {
+        guard HTTPURL.parse(self.url) != nil else {
             throw ValidationError("'\(self.url)' is not an http or https URL, such as https://example.com/a.png.")
         }
         for field in self.header where Self.field(field) == nil {
             throw ValidationError("'\(field)' is not a header field; write it as 'Name: value'.")
         }
         try GlobalOptions.validateTimeout(self.timeout)
+        if let maximumTime = self.maximumTime {
+            guard maximumTime.isFinite, maximumTime >= 0.001, maximumTime <= 604_800 else {
+                throw ValidationError("--max-time must be a number of seconds from 0.001 to 604800 (a week).")
+            }
+        }
     }
 
     func run() async throws {
         try await Interruption.cancelling(quiet: self.options.quiet) {
-            try await Failure.reporting(quiet: self.options.quiet) { try await self.fetch() }
+            try await Failure.reporting(quiet: self.options.quiet) {
+                try await TimeLimit.run(self.maximumTime) { try await self.fetch() }
+            }
         }
     }
 
@@ -95,7 +105,8 @@ struct Get: AsyncParsableCommand {
             timeout: self.timeout,
             storage: self.storage
         )
-        var request = HTTPRequest(method: .get, url: URL(string: self.url)!)
+        guard let url = HTTPURL.parse(self.url) else { throw ValidationError("'\(self.url)' is not an http URL.") }
+        var request = HTTPRequest(method: .get, url: url)
         for field in self.header.compactMap(Self.field) { request.headerFields.append(field) }
         let transferred: Result<(ResourceStream, Int), any Error>
         do {
@@ -103,9 +114,6 @@ struct Get: AsyncParsableCommand {
         } catch {
             transferred = .failure(error)
         }
-        // Interrupted: a body still being read for the cache (which other loads could share)
-        // is dropped with its pump, not read to its end and stored.
-        if Task.isCancelled { loader.cancelBackgroundWork() }
         // Also when interrupted: what was loaded is on disk, and nothing partial is left.
         self.options.warnUnstored(await self.options.finish(loader, disk: disk), in: disk)
         let (answer, bytes): (ResourceStream, Int)

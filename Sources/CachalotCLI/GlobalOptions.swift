@@ -21,6 +21,18 @@ struct GlobalOptions: ParsableArguments {
     )
     var maximumSize: ByteCount?
 
+    /// The smallest `--max-size`: 64 KiB, sixteen of the 4 KiB blocks that sizes are counted in.
+    static let smallestSize = 64 << 10
+
+    func validate() throws {
+        if self.cacheDirectory?.isEmpty == true {
+            throw ValidationError("--cache-dir is empty; name a directory, or leave the option out for the default.")
+        }
+        if let size = self.maximumSize?.bytes, size < Self.smallestSize {
+            throw ValidationError("--max-size must be at least 64KiB; \(size) bytes could hold almost nothing.")
+        }
+    }
+
     @Flag(help: "Answer only from the cache; never use the network.")
     var offline = false
 
@@ -162,10 +174,14 @@ struct GlobalOptions: ParsableArguments {
 
     private static let madeClient = Mutex<HTTPClient?>(nil)
 
-    /// Ends a run's loading: waits until what was loaded is stored, adds the run's counts to
+    /// Ends a run's loading: waits until what was loaded is stored (an interrupted run first
+    /// drops what is still being read for the cache), adds the run's counts to
     /// `cachalot.state`, and returns how many answers could not be stored.
     @discardableResult
     func finish(_ loader: ResourceLoader, disk: DiskCache?) async -> Int {
+        // Interrupted: a body still being read for the cache (which other loads could share) is
+        // dropped with its reader, not read to its end and stored.
+        if Task.isCancelled { loader.cancelBackgroundWork() }
         await loader.waitForBackgroundWork()
         let statistics = loader.statistics
         if let disk { ToolState.record(statistics, in: disk.directory) }

@@ -91,7 +91,7 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard let url = URL(string: self.url), url.scheme == "http" || url.scheme == "https", url.host() != nil else {
+        guard HTTPURL.parse(self.url) != nil else {
             throw ValidationError("'\(self.url)' is not an http or https URL, such as https://example.com/a.png.")
         }
         if let quality = self.quality, !(0...100).contains(quality) {
@@ -111,7 +111,7 @@ struct ImageCommand: AsyncParsableCommand {
 
     private func make(shared: PostgresCache?) async throws {
         let start = ContinuousClock.now
-        let url = URL(string: self.url)!
+        guard let url = HTTPURL.parse(self.url) else { throw ValidationError("'\(self.url)' is not an http URL.") }
         let disk = try self.options.openCache()
         let loader = try self.options.makeLoader(
             disk: disk,

@@ -113,7 +113,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             }
         }
         return try lines.map { number, text in
-            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host() != nil else {
+            guard let url = HTTPURL.parse(text) else {
                 let source = self.input == "-" ? "standard input" : self.input ?? ""
                 let place = number.map { "line \($0) of \(source)" } ?? "'\(text)'"
                 throw ValidationError("\(place) is not an http or https URL, such as https://example.com/a.png.")

@@ -224,47 +224,53 @@ struct Serve: AsyncParsableCommand {
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
         let sharedMetrics = MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
-        // The shared tier runs for as long as the server, and stops after its last write.
-        try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
-            let loader = try ResourceLoader(
-                configuration: loaderConfiguration,
-                transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
-                disk: disk,
-                shared: sharedTier.map { [$0] } ?? [],
-                logger: logger
-            )
-            let server: CacheServer
-            do {
-                server = try CacheServer(
+        // The shared tier runs for as long as the server, and stops after its last write. The
+        // client is shut down however the server ends, also when it could not start
+        // (AsyncHTTPClient traps on a client released without a shutdown, in debug builds).
+        do {
+            try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
+                let loader = try ResourceLoader(
+                    configuration: loaderConfiguration,
+                    transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
+                    disk: disk,
+                    shared: sharedTier.map { [$0] } ?? [],
+                    logger: logger
+                )
+                let server: CacheServer
+                do {
+                    server = try CacheServer(
+                        configuration: .init(
+                            origin: origin,
+                            listen: listen,
+                            admin: adminAddress,
+                            adminToken: self.adminToken,
+                            trustedProxies: trusted,
+                            metrics: metrics,
+                            metricsText: metricsText,
+                            images: images
+                        ),
+                        loader: loader,
+                        logger: logger
+                    )
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+                let group = ServiceGroup(
                     configuration: .init(
-                        origin: origin,
-                        listen: listen,
-                        admin: adminAddress,
-                        adminToken: self.adminToken,
-                        trustedProxies: trusted,
-                        metrics: metrics,
-                        metricsText: metricsText,
-                        images: images
-                    ),
-                    loader: loader,
-                    logger: logger
+                        services: [.init(service: server)],
+                        gracefulShutdownSignals: [.sigterm, .sigint],
+                        logger: logger
+                    )
                 )
-            } catch {
-                throw ValidationError("\(error)")
+                do {
+                    try await group.run()
+                } catch {
+                    throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
+                }
             }
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [.init(service: server)],
-                    gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger
-                )
-            )
-            do {
-                try await group.run()
-            } catch {
-                try? await client.shutdown()
-                throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
-            }
+        } catch {
+            try? await client.shutdown()
+            throw error
         }
         try await client.shutdown()
     }

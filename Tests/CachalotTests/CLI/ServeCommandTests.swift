@@ -229,4 +229,11 @@ struct ServeCommandTests {
             return ports
         }
     }
+
+    @Test("An origin the proxy cannot use is refused with status 64, not a trap of the HTTP client's")
+    func unusableOrigin() async throws {
+        let tool = try CommandLineTool()
+        let run = try await tool.run(["serve", "--origin", "ftp://127.0.0.1/", "--listen", "127.0.0.1:0"])
+        #expect(run.status == 64, "\(run.errors)")
+    }
 }
