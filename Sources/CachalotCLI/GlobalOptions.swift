@@ -75,7 +75,7 @@ struct GlobalOptions: ParsableArguments {
         let directory = self.resolvedCacheDirectory()
         do {
             return try self.makeCache(in: directory)
-        } catch where error.code == .outOfSpace {
+        } catch  where error.code == .outOfSpace {
             if !self.quiet {
                 Self.say("cachalot: warning: \(self.unusable(directory, error).message); going on without it")
             }

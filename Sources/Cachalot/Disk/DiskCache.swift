@@ -276,7 +276,7 @@ public final class DiskCache: DataCaching {
             // space to be written anew, and no space is freed for it).
             do throws(CacheError) {
                 try state.journal.rewrite(with: [], durably: self.configuration.isDurable)
-            } catch where error.code == .outOfSpace {}
+            } catch  where error.code == .outOfSpace {}
             try Self.report(kept: kept)
         }
     }
