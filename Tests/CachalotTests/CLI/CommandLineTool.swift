@@ -1,6 +1,7 @@
 import CachalotTesting
 import Dispatch
 import Foundation
+import Testing
 
 /// The built `cachalot`, run as a child process with a cache directory of its own.
 struct CommandLineTool {
@@ -77,6 +78,13 @@ struct CommandLineTool {
         let run = try await self.run(arguments)
         guard run.status == 0 else { throw Failed(run: run) }
         return try JSONSerialization.jsonObject(with: Data(run.output.utf8))
+    }
+
+    /// The files in the cache's `tmp/`, and the URLs `cachalot ls` lists: what a run left.
+    func leftovers() async throws -> (temporary: [String], listed: [String]) {
+        let temporary = try FileManager.default.contentsOfDirectory(atPath: self.cache + "/tmp")
+        let listed = try #require(try await self.json(["ls", "--json"]) as? [[String: Any]])
+        return (temporary, listed.compactMap { $0["url"] as? String })
     }
 
     struct Failed: Error {

@@ -39,9 +39,7 @@ struct InterruptTests {
 
     /// The cache's temporary files, and the URLs `cachalot ls` lists.
     func leftovers() async throws -> (temporary: [String], listed: [String]) {
-        let temporary = try FileManager.default.contentsOfDirectory(atPath: self.tool.cache + "/tmp")
-        let listed = try #require(try await self.tool.json(["ls", "--json"]) as? [[String: Any]])
-        return (temporary, listed.compactMap { $0["url"] as? String })
+        try await self.tool.leftovers()
     }
 
     @Test("get exits with 130 and leaves no entry, no temporary file and no output file")

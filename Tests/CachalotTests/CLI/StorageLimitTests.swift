@@ -14,13 +14,6 @@ struct StorageLimitTests {
         self.tool = try CommandLineTool()
     }
 
-    /// The URLs `cachalot ls` lists, and the files in the cache's `tmp/`.
-    func leftovers() async throws -> (listed: [String], temporary: [String]) {
-        let listed = try #require(try await self.tool.json(["ls", "--json"]) as? [[String: Any]])
-        let temporary = try FileManager.default.contentsOfDirectory(atPath: self.tool.cache + "/tmp")
-        return (listed.compactMap { $0["url"] as? String }, temporary)
-    }
-
     @Test(
         "prefetch reads no further than the largest entry of a body announced as 20 GB, or of an endless one",
         arguments: [true, false]
@@ -43,7 +36,7 @@ struct StorageLimitTests {
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.errors.contains("not stored     200  "), "\(run.errors)")
         #expect(run.errors.contains("1 not stored: larger than 976.6 KiB, the largest response stored"))
-        let (listed, temporary) = try await self.leftovers()
+        let (temporary, listed) = try await self.tool.leftovers()
         #expect(listed.isEmpty && temporary.isEmpty)
     }
 
@@ -78,11 +71,11 @@ struct StorageLimitTests {
             )
         )
         #expect(lines.contains("  1 not stored: the response's header fields do not allow storing it"))
-        #expect(try await self.leftovers().listed.isEmpty)
+        #expect(try await self.tool.leftovers().listed.isEmpty)
 
         let stored = try await self.tool.run(["prefetch", "--max-size", "3MB", "--max-entry-size", "1MB"] + urls)
         #expect(stored.errors.contains(": 5 fetched (2.4 MiB), 0 failed"), "\(stored.errors)")
-        #expect(try await self.leftovers().listed.count == 5)
+        #expect(try await self.tool.leftovers().listed.count == 5)
 
         let help = try await self.tool.run(["prefetch", "--help"])
         #expect(help.output.contains("5 % of"), "\(help.output)")
@@ -106,6 +99,6 @@ struct StorageLimitTests {
             "\(run.errors)"
         )
         #expect(try FileManager.default.attributesOfItem(atPath: output)[.size] as? Int == 500_000)
-        #expect(try await self.leftovers().listed.isEmpty)
+        #expect(try await self.tool.leftovers().listed.isEmpty)
     }
 }
