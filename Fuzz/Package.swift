@@ -14,6 +14,7 @@ let fuzzers: [(name: String, modules: [String])] = [
     ("http-date", ["Cachalot"]),
     ("vary", ["Cachalot"]),
     ("image", ["Cachalot", "CachalotImages"]),
+    ("origin-response", ["Cachalot", "CachalotNIO"]),
 ]
 
 /// `entry-file` → `FuzzEntryFile`.

@@ -86,9 +86,11 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute `http` or
     ///   `https` URL with a host, or its port is outside 1–65535; `transport` if the client
     ///   followed a redirect (a client not made with ``clientConfiguration(idleTimeout:)``);
-    ///   `invalidResponse` for a status outside 0–999; and AsyncHTTPClient's `HTTPClientError`
-    ///   when no head arrives (the origin could not be reached, the connection broke, ``timeout``
-    ///   passed, or the task was cancelled). Reading the body throws `HTTPClientError` if the
+    ///   `invalidResponse` for a status outside 0–999; `HTTPTransportError` with code
+    ///   `connectTimeout` or `responseTimeout` when ``timeout`` or the client's own timeouts
+    ///   passed before a head (AsyncHTTPClient's error as its `underlying`); and
+    ///   AsyncHTTPClient's `HTTPClientError` when no head arrives for another reason (the
+    ///   origin could not be reached, the connection broke, or the task was cancelled). Reading the body throws `HTTPClientError` if the
     ///   connection breaks or the client's read timeout passes between two pieces.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
         let url = try Self.checkedURL(of: request)
@@ -101,12 +103,27 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         let timeout = TimeAmount.nanoseconds(Self.nanoseconds(self.timeout))
         let response: HTTPClientResponse
         do {
-            response = try await self.client.execute(outgoing, timeout: timeout)
-        } catch let error as HTTPClientError where error == .remoteConnectionClosed && Self.isIdempotent(request.method)
-        {
-            // The origin closed a pooled connection as the request went out on it (an idle
-            // timeout of its own): the request may be sent again, once, on a new connection.
-            response = try await self.client.execute(outgoing, timeout: timeout)
+            do {
+                response = try await self.client.execute(outgoing, timeout: timeout)
+            } catch let error as HTTPClientError
+                where error == .remoteConnectionClosed && Self.isIdempotent(request.method)
+            {
+                // The origin closed a pooled connection as the request went out on it (an idle
+                // timeout of its own): the request may be sent again, once, on a new connection.
+                response = try await self.client.execute(outgoing, timeout: timeout)
+            }
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            throw HTTPTransportError(
+                .connectTimeout,
+                "No connection to \(url.absoluteString) in time.",
+                underlying: error
+            )
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw HTTPTransportError(
+                .responseTimeout,
+                "No response from \(url.absoluteString) in time.",
+                underlying: error
+            )
         }
         guard response.history.count <= 1 else {
             throw LoadError(

@@ -1,7 +1,6 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Cachalot
-import CachalotAsyncHTTPClient
+import CachalotNIO
 import CachalotPostgres
 import Foundation
 import Logging
@@ -132,7 +131,7 @@ struct GlobalOptions: ParsableArguments {
         let timeout = Duration.milliseconds(Int64(timeout * 1_000))
         return try ResourceLoader(
             configuration: configuration,
-            transport: AsyncHTTPClientTransport(client: Self.client(idleTimeout: timeout), timeout: timeout),
+            transport: Self.transport(timeout: timeout),
             disk: disk,
             shared: shared.map { [$0] } ?? []
         )
@@ -155,24 +154,22 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// The client for every request, made on first use and living as long as the process (so
-    /// it needs no shutdown), configured as a cache's client must be: no redirects followed
-    /// (the loader follows them), nothing decompressed, and `idleTimeout` between two reads (the
-    /// first call's: a process runs one command, with one `--timeout`). A
-    /// connection that fails is reported at once, not retried until the timeout: a refused
-    /// port or an unknown host is an answer for a command-line tool.
-    private static func client(idleTimeout: Duration) -> HTTPClient {
-        Self.madeClient.withLock { client in
-            if let client { return client }
-            var configuration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: idleTimeout)
-            configuration.connectionPool.retryConnectionEstablishment = false
-            let made = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            client = made
+    /// The transport for every request, made on first use and living as long as the process
+    /// (a process runs one command, with one `--timeout`): `timeout` bounds the connection, the
+    /// wait for a response's head, and any silence in its body. No byte an origin sends can
+    /// stop the tool; a connection that fails is reported at once.
+    private static func transport(timeout: Duration) -> NIOTransport {
+        Self.madeTransport.withLock { transport in
+            if let transport { return transport }
+            let made = NIOTransport(
+                configuration: .init(connectTimeout: timeout, responseTimeout: timeout, idleTimeout: timeout)
+            )
+            transport = made
             return made
         }
     }
 
-    private static let madeClient = Mutex<HTTPClient?>(nil)
+    private static let madeTransport = Mutex<NIOTransport?>(nil)
 
     /// Ends a run's loading: waits until what was loaded is stored (an interrupted run first
     /// drops what is still being read for the cache), adds the run's counts to

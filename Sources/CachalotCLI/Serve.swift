@@ -1,7 +1,6 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Cachalot
-import CachalotAsyncHTTPClient
+import CachalotNIO
 import CachalotPostgres
 import CachalotServer
 import CoreMetrics
@@ -46,6 +45,8 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_MEMORY", "--memory"),
             .init("CACHALOT_TRUSTED_PROXIES", "--trusted-proxy", .list(separator: ",")),
             .init("CACHALOT_TIMEOUT", "--timeout"),
+            .init("CACHALOT_CONNECT_TIMEOUT", "--connect-timeout"),
+            .init("CACHALOT_IDLE_TIMEOUT", "--idle-timeout"),
             .init("CACHALOT_IGNORE_TARGETED_CACHE_CONTROL", "--ignore-targeted-cache-control", .flag),
             .init("CACHALOT_STALE_IF_UNREACHABLE", "--stale-if-unreachable", .flag),
             .init("CACHALOT_IMAGES", "--images", .flag),
@@ -87,8 +88,17 @@ struct Serve: AsyncParsableCommand {
     )
     var trustedProxies: [String] = []
 
-    @Option(help: "Seconds to wait for the origin's answer to begin, and at most between two pieces of its body.")
+    @Option(help: "Seconds to wait for the whole head of the origin's answer (default: 30).")
     var timeout: Double = 30
+
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to wait for a connection to the origin (default: 10).")
+    var connectTimeout: Double = 10
+
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: "Seconds the origin may send nothing while more of its answer is owed (default: --timeout's)."
+    )
+    var idleTimeout: Double?
 
     @Flag(
         name: .customLong("ignore-targeted-cache-control"),
@@ -172,7 +182,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try GlobalOptions.validateTimeout(self.timeout)
+        for timeout in [self.timeout, self.connectTimeout, self.idleTimeout ?? self.timeout] {
+            try GlobalOptions.validateTimeout(timeout)
+        }
         guard !self.options.offline else {
             throw ValidationError("--offline is for get, prefetch and image: serve forwards every miss to the origin.")
         }
@@ -218,61 +230,56 @@ struct Serve: AsyncParsableCommand {
         loaderConfiguration.maximumEntrySize = self.storage.maximumEntrySize?.bytes
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
         loaderConfiguration.maximumConnectionsPerHost = 256
-        let timeout = Duration.milliseconds(Int64(self.timeout * 1_000))
-        // An origin that refuses the connection is answered with 502 at once, not retried until the timeout.
-        var clientConfiguration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: timeout)
-        clientConfiguration.connectionPool.retryConnectionEstablishment = false
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
+        let transport = NIOTransport(
+            configuration: .init(
+                connectTimeout: .milliseconds(Int64(self.connectTimeout * 1_000)),
+                responseTimeout: .milliseconds(Int64(self.timeout * 1_000)),
+                idleTimeout: .milliseconds(Int64((self.idleTimeout ?? self.timeout) * 1_000))
+            )
+        )
+        defer { transport.shutDown() }
         let sharedMetrics = MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
-        // The shared tier runs for as long as the server, and stops after its last write. The
-        // client is shut down however the server ends, also when it could not start
-        // (AsyncHTTPClient traps on a client released without a shutdown, in debug builds).
-        do {
-            try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
-                let loader = try ResourceLoader(
-                    configuration: loaderConfiguration,
-                    transport: AsyncHTTPClientTransport(client: client, timeout: timeout),
-                    disk: disk,
-                    shared: sharedTier.map { [$0] } ?? [],
+        // The shared tier runs for as long as the server, and stops after its last write.
+        try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
+            let loader = try ResourceLoader(
+                configuration: loaderConfiguration,
+                transport: transport,
+                disk: disk,
+                shared: sharedTier.map { [$0] } ?? [],
+                logger: logger
+            )
+            let server: CacheServer
+            do {
+                server = try CacheServer(
+                    configuration: .init(
+                        origin: origin,
+                        listen: listen,
+                        admin: adminAddress,
+                        adminToken: self.adminToken,
+                        trustedProxies: trusted,
+                        metrics: metrics,
+                        metricsText: metricsText,
+                        images: images
+                    ),
+                    loader: loader,
                     logger: logger
                 )
-                let server: CacheServer
-                do {
-                    server = try CacheServer(
-                        configuration: .init(
-                            origin: origin,
-                            listen: listen,
-                            admin: adminAddress,
-                            adminToken: self.adminToken,
-                            trustedProxies: trusted,
-                            metrics: metrics,
-                            metricsText: metricsText,
-                            images: images
-                        ),
-                        loader: loader,
-                        logger: logger
-                    )
-                } catch {
-                    throw ValidationError("\(error)")
-                }
-                let group = ServiceGroup(
-                    configuration: .init(
-                        services: [.init(service: server)],
-                        gracefulShutdownSignals: [.sigterm, .sigint],
-                        logger: logger
-                    )
-                )
-                do {
-                    try await group.run()
-                } catch {
-                    throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
-                }
+            } catch {
+                throw ValidationError("\(error)")
             }
-        } catch {
-            try? await client.shutdown()
-            throw error
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: server)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
+            do {
+                try await group.run()
+            } catch {
+                throw Failure(.cacheUnusable, "the proxy stopped: \(error)")
+            }
         }
-        try await client.shutdown()
     }
 
     /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics`: what

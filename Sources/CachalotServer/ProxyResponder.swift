@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Cachalot
 import Foundation
 import HTTPTypes
@@ -328,10 +327,9 @@ struct ProxyResponder: Responder {
     static func failure(_ error: LoadError) -> (HTTPResponse.Status, String) {
         if error.code == .invalidRequest { return (.badRequest, "invalid-request") }
         if error.code == .invalidResponse { return (.badGateway, "invalid-response") }
-        if let client = error.underlying as? HTTPClientError,
-            client == .deadlineExceeded || client == .readTimeout || client == .connectTimeout
-        {
-            return (.gatewayTimeout, "origin-timeout")
+        if let failure = error.underlying as? HTTPTransportError {
+            if failure.isTimeout { return (.gatewayTimeout, "origin-timeout") }
+            if failure.code == .invalidResponse { return (.badGateway, "invalid-response") }
         }
         return (.badGateway, "origin-unreachable")
     }

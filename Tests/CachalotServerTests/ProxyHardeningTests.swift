@@ -150,6 +150,25 @@ struct ProxyHardeningTests {
         gate.open()
         try await timed.stop()
     }
+
+    @Test("An origin's status 000 with a body gets 502 for that request, and the proxy serves the next one")
+    func statusZero() async throws {
+        let raw = try await RawOrigin.start { head in
+            head.hasPrefix("GET /odd")
+                ? .init("HTTP/1.1 000 Odd\r\nContent-Length: 2\r\n\r\nhi")
+                : .init("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: max-age=60\r\n\r\nok")
+        }
+        defer { raw.stop() }
+        let unused = try await TestOrigin.start { _ in .init(body: "never asked") }
+        let proxy = try await ProxyHarness(origin: unused) { $0.origin = raw.url("/") }
+        let odd = try await proxy.send("/odd")
+        #expect(odd.status == 502)
+        #expect(odd.cacheStatus == "cachalot; fwd=miss; detail=invalid-response")
+        let fine = try await proxy.send("/fine")
+        #expect(fine.status == 200 && fine.text == "ok")
+        #expect(unused.requests.isEmpty)
+        try await proxy.stop()
+    }
 }
 
 @Suite("Stale when the origin is unreachable")

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Cachalot
 import CachalotAsyncHTTPClient
+import CachalotNIO
 import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
@@ -29,13 +30,6 @@ final class ProxyHarness: Sendable {
 
     /// One client for every test, living as long as the process: a test that fails before
     /// `stop()` leaves no client to shut down.
-    /// The proxy's client to its origins: a refused connection is an answer (502), not retried.
-    private static let originClient: HTTPClient = {
-        var configuration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: .seconds(30))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
-
     private static let client: HTTPClient = {
         var configuration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: .seconds(30))
         configuration.connectionPool.retryConnectionEstablishment = false
@@ -74,7 +68,8 @@ final class ProxyHarness: Sendable {
         loaderConfiguration.maximumRedirects = 0
         self.loader = try ResourceLoader(
             configuration: loaderConfiguration,
-            transport: AsyncHTTPClientTransport(client: Self.originClient, timeout: originTimeout),
+            // The proxy's own transport, as `cachalot serve` has it.
+            transport: NIOTransport(configuration: .init(responseTimeout: originTimeout, idleTimeout: originTimeout)),
             disk: self.disk
         )
         var configuration = CacheServer.Configuration(

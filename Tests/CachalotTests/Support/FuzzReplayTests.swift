@@ -1,4 +1,5 @@
 @_spi(Fuzzing) import Cachalot
+@_spi(Fuzzing) import CachalotNIO
 import Foundation
 import Testing
 
@@ -7,11 +8,11 @@ import Testing
 /// fuzzer found stays fixed without building the fuzzers. A broken invariant is a crash.
 @Suite("Fuzz inputs replay")
 struct FuzzReplayTests {
-    /// Each target of `Fuzz/` whose entry point is in this module, by its folder's name.
+    /// Each target of `Fuzz/` whose entry point is in this module or `CachalotNIO`, by its folder's name.
     static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "entry-file": FuzzTarget.entryFile, "journal": FuzzTarget.journal,
         "stored-response": FuzzTarget.storedResponse, "cache-control": FuzzTarget.cacheControl,
-        "http-date": FuzzTarget.httpDate, "vary": FuzzTarget.vary,
+        "http-date": FuzzTarget.httpDate, "vary": FuzzTarget.vary, "origin-response": FuzzTarget.originResponse,
     ]
 
     @Test("every target's seeds and regression inputs replay", arguments: targets.keys.sorted())
