@@ -16,7 +16,10 @@ struct TransportTests {
         { AsyncHTTPClientTransport() }, { URLSessionTransport() }, { NIOTransport() },
     ]
 
-    @Test("each transport sends the method, fields and body, and returns status, fields and body", arguments: [0, 1, 2])
+    @Test(
+        "each transport sends the method, fields and body, and returns status, fields and body",
+        arguments: [0, 1, 2]
+    )
     func roundTrip(transport: Int) async throws {
         let origin = try await TestOrigin.start { request in
             .init(
@@ -68,7 +71,10 @@ struct TransportTests {
         #expect(asked == nil || asked == "identity")
     }
 
-    @Test("each transport returns the head and the body's first pieces before the body has ended", arguments: [0, 1, 2])
+    @Test(
+        "each transport returns the head and the body's first pieces before the body has ended",
+        arguments: [0, 1, 2]
+    )
     func streamsTheBody(transport: Int) async throws {
         let origin = try await TestOrigin.start { _ in
             var reply = TestOrigin.Reply(data: Data(count: 200_000))
