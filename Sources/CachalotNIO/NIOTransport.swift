@@ -26,7 +26,8 @@ import Synchronization
 ///
 /// Like a cache's client must, it never follows a redirect (the loader does, so that each hop is
 /// cached under its own URL) and never decompresses: the cache stores what the origin sent.
-/// Interim responses (1xx) are read and passed over.
+/// Interim responses (102, 103 and the like) go to the `interim` closure of
+/// ``send(_:body:interim:)`` as they arrive, and are never part of the response.
 ///
 /// Connections are kept alive and reused, newest first, up to
 /// ``Configuration-swift.struct/maximumIdleConnectionsPerOrigin`` idle ones per origin. An
@@ -118,12 +119,42 @@ public struct NIOTransport: HTTPTransport {
     ///   `CancellationError`. Reading the body throws `HTTPTransportError` too
     ///   (`idleTimeout`, `connectionClosed`, `invalidResponse`).
     public func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
+        try await self.send(request, body: body, relaying: nil)
+    }
+
+    /// Sends `request` with `body`, hands each interim response (102, 103…) to `interim` as it
+    /// arrives, and returns the final response's head as soon as it arrives, with its body to
+    /// read as it comes. `100 Continue` is not handed on: the request's body has gone already.
+    /// At most 16 interim responses are handed on; more are read past.
+    ///
+    /// - Throws: What ``send(_:body:)`` throws.
+    public func send(
+        _ request: HTTPRequest,
+        body: Data?,
+        interim: @escaping @Sendable (HTTPResponse) async -> Void
+    ) async throws -> HTTPTransportResponse {
+        try await self.send(request, body: body) { head in
+            guard head.status.code != 100 else { return }
+            await interim(
+                HTTPResponse(
+                    status: .init(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
+                    headerFields: Self.fields(of: head.headers)
+                )
+            )
+        }
+    }
+
+    private func send(
+        _ request: HTTPRequest,
+        body: Data?,
+        relaying interim: (@Sendable (HTTPResponseHead) async -> Void)?
+    ) async throws -> HTTPTransportResponse {
         let target = try Target(request)
         let head = Self.requestHead(request, target: target, bodyLength: body?.count)
         let buffer = body.map { ByteBuffer(data: $0) }
         if let kept = self.pool.take(target.origin) {
             do {
-                return try await self.exchange(head, body: buffer, on: kept, target: target)
+                return try await self.exchange(head, body: buffer, on: kept, target: target, interim: interim)
             } catch let error as HTTPTransportError
                 where error.underlying is OriginExchangeHandler.StaleConnection && Self.isIdempotent(request.method)
             {
@@ -132,14 +163,15 @@ public struct NIOTransport: HTTPTransport {
             }
         }
         let connection = try await self.connect(target)
-        return try await self.exchange(head, body: buffer, on: connection, target: target)
+        return try await self.exchange(head, body: buffer, on: connection, target: target, interim: interim)
     }
 
     private func exchange(
         _ head: HTTPRequestHead,
         body: ByteBuffer?,
         on connection: OriginConnection,
-        target: Target
+        target: Target,
+        interim: (@Sendable (HTTPResponseHead) async -> Void)?
     ) async throws -> HTTPTransportResponse {
         let pool = self.pool
         let (responseHead, stream) = try await connection.exchange(
@@ -149,6 +181,7 @@ public struct NIOTransport: HTTPTransport {
                 response: Self.timeAmount(self.configuration.responseTimeout),
                 idle: Self.timeAmount(self.configuration.idleTimeout)
             ),
+            interim: interim,
             onReusable: { pool.put(connection, for: target.origin) }
         )
         let code = Int(responseHead.status.code)
@@ -156,17 +189,22 @@ public struct NIOTransport: HTTPTransport {
             connection.close()
             throw HTTPTransportError(.invalidResponse, "The origin answered with the status \(code).")
         }
+        let response = HTTPResponse(
+            status: .init(code: code, reasonPhrase: responseHead.status.reasonPhrase),
+            headerFields: Self.fields(of: responseHead.headers)
+        )
+        return HTTPTransportResponse(response: response, body: HTTPBody(stream) { Data(buffer: $0) })
+    }
+
+    /// `headers` as HTTPTypes fields; a field whose name is not a token is dropped.
+    private static func fields(of headers: HTTPHeaders) -> HTTPFields {
         var fields = HTTPFields()
-        fields.reserveCapacity(responseHead.headers.count)
-        for (name, value) in responseHead.headers {
+        fields.reserveCapacity(headers.count)
+        for (name, value) in headers {
             guard let name = HTTPField.Name(name) else { continue }
             fields.append(HTTPField(name: name, value: value))
         }
-        let response = HTTPResponse(
-            status: .init(code: code, reasonPhrase: responseHead.status.reasonPhrase),
-            headerFields: fields
-        )
-        return HTTPTransportResponse(response: response, body: HTTPBody(stream) { Data(buffer: $0) })
+        return fields
     }
 
     // MARK: - Connecting

@@ -28,17 +28,26 @@ final class OriginConnection: Sendable {
         _ head: HTTPRequestHead,
         body: ByteBuffer?,
         timeouts: OriginExchangeHandler.Timeouts,
+        interim: (@Sendable (HTTPResponseHead) async -> Void)?,
         onReusable: @escaping @Sendable () -> Void
     ) async throws -> (HTTPResponseHead, ResponseBodyStream) {
         let promise = self.channel.eventLoop.makePromise(of: (HTTPResponseHead, ResponseBodyStream).self)
         let handler = self.handler
+        // Interim heads come before the final one; they wait here, in order, to be handed on.
+        let (interims, arriving) = AsyncStream.makeStream(
+            of: HTTPResponseHead.self,
+            bufferingPolicy: .bufferingOldest(ExchangeBridge.mostInterimResponses)
+        )
+        promise.futureResult.whenComplete { _ in arriving.finish() }
         self.channel.eventLoop.execute {
             let bridge = ExchangeBridge(promise: promise, handler: handler)
+            if interim != nil { bridge.onInterim = { arriving.yield($0) } }
             handler.value.onReusable = onReusable
             bridge.number = handler.value.start(head, body: body, timeouts: timeouts, delegate: bridge)
         }
         return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
+            for await head in interims { await interim?(head) }
+            return try await promise.futureResult.get()
         } onCancel: {
             self.channel.close(promise: nil)
         }
@@ -63,6 +72,13 @@ final class ExchangeBridge: OriginExchangeDelegate {
     private var source: ResponseBodyStream.Source?
     private let handler: NIOLoopBound<OriginExchangeHandler>
     var number = 0
+    /// Receives the interim heads, if anyone wants them; at most ``mostInterimResponses`` of them.
+    var onInterim: ((HTTPResponseHead) -> Void)?
+    private var interimCount = 0
+
+    /// The most interim responses passed on for one exchange; an origin may send more, which
+    /// are read past unseen.
+    static let mostInterimResponses = 16
 
     init(
         promise: EventLoopPromise<(HTTPResponseHead, ResponseBodyStream)>,
@@ -72,7 +88,11 @@ final class ExchangeBridge: OriginExchangeDelegate {
         self.handler = handler
     }
 
-    func exchangeDidReceiveInterim(_ head: HTTPResponseHead) {}
+    func exchangeDidReceiveInterim(_ head: HTTPResponseHead) {
+        guard self.interimCount < Self.mostInterimResponses else { return }
+        self.interimCount += 1
+        self.onInterim?(head)
+    }
 
     func exchangeDidReceiveHead(_ head: HTTPResponseHead) {
         // Up to 16 pieces (a megabyte at most) wait for the reader; reading resumes below 4.

@@ -43,6 +43,20 @@ struct ResponseWriter: Sendable {
         self.version = version
     }
 
+    /// Writes `response`, an interim response (1xx) from the origin, ahead of the final one, as
+    /// RFC 9110 §15.2 asks of a proxy: its hop-by-hop fields removed, and not to an HTTP/1.0
+    /// client, which cannot read one. A failed write is left for the final response to meet.
+    var interim: @Sendable (HTTPResponse) async -> Void {
+        let (outbound, version) = (self.outbound, self.version)
+        return { response in
+            let isHTTP11 = version.major > 1 || (version.major == 1 && version.minor >= 1)
+            guard isHTTP11, (102..<200).contains(response.status.code) else { return }
+            var response = response
+            response.headerFields = ForwardedFields.removingHopByHop(response.headerFields)
+            try? await outbound.write(.head(HTTPResponseHead(response, version: version)))
+        }
+    }
+
     /// Sets the head of `response`, to be written with the first piece of the body or the end.
     mutating func head(_ response: HTTPResponse) {
         self.pendingHead = HTTPResponseHead(response, version: self.version)

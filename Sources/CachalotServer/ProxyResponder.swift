@@ -53,7 +53,11 @@ struct ProxyResponder: Responder {
         let upstream = self.upstreamRequest(for: request)
         let answer: ResourceStream
         do {
-            answer = try await self.server.loader.stream(upstream, body: request.body.map { Data(buffer: $0) })
+            answer = try await self.server.loader.stream(
+                upstream,
+                body: request.body.map { Data(buffer: $0) },
+                interim: writer.interim
+            )
             if answer.forwardReason != nil { self.server.metrics?.originAnswered(after: ContinuousClock.now - started) }
         } catch let error as LoadError {
             let (status, detail) = Self.failure(error)

@@ -151,6 +151,38 @@ struct ProxyHardeningTests {
         try await timed.stop()
     }
 
+    @Test("Interim answers (102, 103) reach an HTTP/1.1 client before the final one, and are never stored")
+    func interimRelayed() async throws {
+        let raw = try await RawOrigin.start { _ in
+            .init(
+                "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                    + "HTTP/1.1 200 OK\r\nCache-Control: max-age=100\r\nContent-Length: 2\r\n\r\nok"
+            )
+        }
+        defer { raw.stop() }
+        let unused = try await TestOrigin.start { _ in .init(body: "never asked") }
+        let proxy = try await ProxyHarness(origin: unused) { $0.origin = raw.url("/") }
+        let first = try await RawClient.exchange(
+            "GET /i HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            port: proxy.port
+        )
+        #expect(RawClient.statuses(in: first) == [102, 103, 200], "\(first)")
+        #expect(first.contains("Link: </s.css>; rel=preload"))
+        #expect(first.hasSuffix("\r\n\r\nok"))
+        // The stored answer is the final one alone.
+        let second = try await RawClient.exchange(
+            "GET /i HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            port: proxy.port
+        )
+        #expect(RawClient.statuses(in: second) == [200], "\(second)")
+        #expect(second.contains("hit"))
+        // An HTTP/1.0 client never gets an interim answer.
+        let old = try await RawClient.exchange("GET /j HTTP/1.0\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: old) == [200], "\(old)")
+        #expect(raw.requests.count == 2)
+        try await proxy.stop()
+    }
+
     @Test("An origin's status 000 with a body gets 502 for that request, and the proxy serves the next one")
     func statusZero() async throws {
         let raw = try await RawOrigin.start { head in

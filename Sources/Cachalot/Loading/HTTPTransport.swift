@@ -13,6 +13,33 @@ public protocol HTTPTransport: Sendable {
     /// - Throws: Any error of the underlying client when no response head arrives: the
     ///   origin could not be reached, the connection broke, or the task was cancelled.
     func send(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse
+
+    /// Sends `request` with `body`, hands each interim response (1xx, such as 103 Early Hints)
+    /// to `interim` as it arrives, and returns the final response's head as soon as it arrives,
+    /// with its body to read as it comes.
+    ///
+    /// The default implementation calls ``send(_:body:)``: a transport that cannot see interim
+    /// responses reports none.
+    ///
+    /// - Throws: What ``send(_:body:)`` throws.
+    func send(
+        _ request: HTTPRequest,
+        body: Data?,
+        interim: @escaping @Sendable (HTTPResponse) async -> Void
+    ) async throws -> HTTPTransportResponse
+}
+
+extension HTTPTransport {
+    /// Sends `request` through ``send(_:body:)``, reporting no interim response.
+    ///
+    /// - Throws: What ``send(_:body:)`` throws.
+    public func send(
+        _ request: HTTPRequest,
+        body: Data?,
+        interim: @escaping @Sendable (HTTPResponse) async -> Void
+    ) async throws -> HTTPTransportResponse {
+        try await self.send(request, body: body)
+    }
 }
 
 /// A response head and its body as it arrives.

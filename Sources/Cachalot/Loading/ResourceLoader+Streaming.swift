@@ -75,6 +75,9 @@ extension ResourceLoader {
     ///   - body: The body to send, for methods that have one. Default: `nil`.
     ///   - policy: How this load uses the cache. Default: `nil`, the configuration's.
     ///   - priority: How soon it goes if it has to wait for its host. Default: `.normal`.
+    ///   - interim: Receives the interim responses (1xx, such as 103 Early Hints) of the
+    ///     request this load sends, as they arrive, if the transport reports them; a load that
+    ///     another identical one answers gets none. Default: `nil`.
     /// - Returns: The response head, where it came from, and the body to read.
     /// - Throws: ``LoadError`` as `load` does, before the head; reading the body throws
     ///   ``LoadError`` if it breaks off or ends before its `Content-Length`.
@@ -82,12 +85,19 @@ extension ResourceLoader {
         _ request: HTTPRequest,
         body: Data? = nil,
         policy: CachePolicy? = nil,
-        priority: Priority = .normal
+        priority: Priority = .normal,
+        interim: Interim? = nil
     ) async throws -> ResourceStream {
         var (request, body) = (request, body)
         var redirects: [URL] = []
         while true {
-            var answer = try await self.streamOne(request, body: body, policy: policy, priority: priority)
+            var answer = try await self.streamOne(
+                request,
+                body: body,
+                policy: policy,
+                priority: priority,
+                interim: interim
+            )
             guard redirects.count < self.configuration.maximumRedirects,
                 Redirect.isFollowed(answer.response.status.code),
                 let next = Redirect.request(following: answer.response, to: request, body: body),
@@ -120,7 +130,8 @@ extension ResourceLoader {
         _ request: HTTPRequest,
         body: Data?,
         policy: CachePolicy?,
-        priority: Priority
+        priority: Priority,
+        interim: Interim?
     ) async throws -> ResourceStream {
         var step = try self.step(for: request, policy: policy)
         if case .answer(let resource) = step { return ResourceStream(resource) }
@@ -128,7 +139,7 @@ extension ResourceLoader {
         if case .answer(let resource) = step { return ResourceStream(resource) }
         guard case .exchange(let key, let validating, let reason) = step else {
             return try await self.withHostSlot(of: request, priority: priority) {
-                let reply = try await self.sendUncached(request, body: body)
+                let reply = try await self.sendUncached(request, body: body, interim: interim)
                 self.counters.answer(.network, bytes: 0)
                 var stream = ResourceStream(
                     response: reply.response,
@@ -153,7 +164,8 @@ extension ResourceLoader {
                     request,
                     key: key,
                     validating: validating,
-                    sharing: isLeader ? (shared, flight) : nil
+                    sharing: isLeader ? (shared, flight) : nil,
+                    interim: interim
                 )
             }
             stream.forwardReason = reason
@@ -188,7 +200,8 @@ extension ResourceLoader {
         _ request: HTTPRequest,
         key: ResponseKey,
         validating: CachedResponse?,
-        sharing: (response: SharedResponse, flight: String)?
+        sharing: (response: SharedResponse, flight: String)?,
+        interim: Interim?
     ) async throws -> ResourceStream {
         func unshared() {
             guard let sharing else { return }
@@ -197,7 +210,7 @@ extension ResourceLoader {
         }
         var validating = validating
         while true {
-            switch try await self.exchangeHead(request, key: key, validating: validating, run: nil) {
+            switch try await self.exchangeHead(request, key: key, validating: validating, run: nil, interim: interim) {
             case .answered(let resource):
                 self.counters.answer(resource.source, bytes: resource.body.count)
                 if let sharing {

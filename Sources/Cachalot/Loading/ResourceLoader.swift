@@ -545,20 +545,30 @@ public final class ResourceLoader: Sendable {
         var expectedLength: Int?
     }
 
+    /// What receives the interim responses (1xx) of a load: a proxy relays them to its client.
+    public typealias Interim = @Sendable (HTTPResponse) async -> Void
+
+    /// Sends `request` through the transport, with `interim` if there is one.
+    private func send(_ request: HTTPRequest, body: Data?, interim: Interim?) async throws -> HTTPTransportResponse {
+        guard let interim else { return try await self.transport.send(request, body: body) }
+        return try await self.transport.send(request, body: body, interim: interim)
+    }
+
     /// Sends `request` (conditionally, if `validating` a stored response) and reads the answer's
     /// head: a 304 or an origin error that a stored response answers is settled here.
     func exchangeHead(
         _ request: HTTPRequest,
         key: ResponseKey,
         validating cached: CachedResponse?,
-        run: Coalescer<Resource>.Run?
+        run: Coalescer<Resource>.Run?,
+        interim: Interim? = nil
     ) async throws -> Exchanged {
         let rules = self.configuration.rules
         let sent = cached.map { rules.conditionalRequest(for: request, stored: $0.stored) } ?? request
         let requestTime = self.now()
         let reply: HTTPTransportResponse
         do {
-            reply = try await self.transport.send(sent, body: nil)
+            reply = try await self.send(sent, body: nil, interim: interim)
         } catch let error as LoadError where error.code == .invalidRequest {
             throw error
         } catch {
@@ -679,10 +689,14 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Sends a request whose answer is not stored, and removes what its answer makes outdated.
-    func sendUncached(_ request: HTTPRequest, body: Data?) async throws -> HTTPTransportResponse {
+    func sendUncached(
+        _ request: HTTPRequest,
+        body: Data?,
+        interim: Interim? = nil
+    ) async throws -> HTTPTransportResponse {
         let reply: HTTPTransportResponse
         do {
-            reply = try await self.transport.send(request, body: body)
+            reply = try await self.send(request, body: body, interim: interim)
         } catch let error as LoadError where error.code == .invalidRequest {
             throw error
         } catch {

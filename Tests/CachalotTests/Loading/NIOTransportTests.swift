@@ -2,6 +2,7 @@ import CachalotNIO
 import CachalotTestOrigin
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 
 @testable import Cachalot
@@ -42,7 +43,7 @@ struct NIOTransportTests {
         }
     }
 
-    @Test("interim answers (100, 102, 103) are read past, and the final answer comes with its body")
+    @Test("interim answers 102 and 103 are handed on in order, 100 is not, and the final answer comes with its body")
     func interimAnswers() async throws {
         let origin = try await RawOrigin.start { _ in
             .init(
@@ -54,7 +55,12 @@ struct NIOTransportTests {
         defer { origin.stop() }
         let transport = NIOTransport()
         defer { transport.shutDown() }
-        let reply = try await transport.send(HTTPRequest(url: origin.url("/x")), body: nil)
+        let relayed = Mutex<[Int]>([])
+        let reply = try await transport.send(HTTPRequest(url: origin.url("/x")), body: nil) { interim in
+            relayed.withLock { $0.append(interim.status.code) }
+        }
+        // 100 Continue concerns the request's body, which has gone already.
+        #expect(relayed.withLock { $0 } == [102, 103])
         #expect(reply.response.status.code == 200)
         #expect(reply.response.headerFields[HTTPField.Name("X-Final")!] == "yes")
         #expect(reply.response.headerFields[HTTPField.Name("Link")!] == nil)
