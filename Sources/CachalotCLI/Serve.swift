@@ -96,7 +96,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("idle-timeout"),
-        help: "Seconds the origin may send nothing while more of its answer is owed (default: --timeout's)."
+        help: "Seconds the origin may send nothing while more of its body is owed (default: --timeout's)."
     )
     var idleTimeout: Double?
 

@@ -69,16 +69,16 @@ extension ImagePipeline {
     /// Memory, bounded on its own, keeps its bitmaps; ``clearAll()`` empties it too.
     ///
     /// - Returns: How many entries were removed, originals and variants.
-    /// - Throws: `CacheError` if a disk could not be read or changed, or `variants` is not a
-    ///   `DiskCache`, which alone knows when its entries were made.
+    /// - Throws: `CacheError` if a disk could not be read or changed, or `variants` is not an
+    ///   `EnumerableDataCaching` (such as `DiskCache`), which alone knows when its entries were made.
     @discardableResult
     public func purge(olderThan date: Date) async throws(CacheError) -> Int {
         var removed = 0
         if let variants = self.variants {
-            guard let disk = variants as? DiskCache else {
+            guard let disk = variants as? any EnumerableDataCaching else {
                 throw CacheError(
                     .invalidConfiguration,
-                    "Purging by age needs variants in a DiskCache; nothing was removed."
+                    "Purging by age needs variants in an EnumerableDataCaching, such as DiskCache; nothing was removed."
                 )
             }
             removed += try disk.removeEntries(createdBefore: date)
@@ -105,7 +105,7 @@ extension ImagePipeline {
     public var diskSize: Int? {
         get throws(CacheError) {
             let variants: Int? =
-                if let variants = self.variants { try (variants as? DiskCache)?.totalSize } else { 0 }
+                if let variants = self.variants { try (variants as? any SizedDataCaching)?.totalSize } else { 0 }
             guard let variants, let originals = try self.loader.diskSize else { return nil }
             return variants + originals
         }

@@ -46,8 +46,8 @@ public struct NIOTransport: HTTPTransport {
         /// The most time from sending a request to having the whole head of its final response.
         /// Default: 30 seconds.
         public var responseTimeout: Duration
-        /// The most time the origin may send nothing while more of a response is owed and
-        /// wanted; time spent waiting for a slow reader of the body does not count.
+        /// The most time the origin may send nothing while more of a response's body is owed
+        /// and wanted; time spent waiting for a slow reader of the body does not count.
         /// Default: 30 seconds.
         public var idleTimeout: Duration
         /// The most idle connections kept per origin; more are closed as they become idle.

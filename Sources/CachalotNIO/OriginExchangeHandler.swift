@@ -31,9 +31,9 @@ protocol OriginExchangeDelegate: AnyObject {
 /// Reading is driven by demand (the channel's `autoRead` is off): the handler reads while a
 /// head is awaited, while the delegate takes body pieces, and while the connection idles in a
 /// pool, so that an origin's close is noticed there. Two clocks bound an exchange: the whole
-/// head must arrive within `responseTimeout` of the request, and while more is owed, the
-/// origin may stay silent no longer than `idleTimeout`. Time the delegate's reader spends not
-/// asking for more is not counted against the origin.
+/// head must arrive within `responseTimeout` of the request, and while more of the body is
+/// owed, the origin may stay silent no longer than `idleTimeout`. Time the delegate's reader
+/// spends not asking for more is not counted against the origin.
 final class OriginExchangeHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
@@ -129,7 +129,6 @@ final class OriginExchangeHandler: ChannelInboundHandler {
             guard let self, self.exchangeNumber == number, case .awaitingHead = self.state else { return }
             self.fail(HTTPTransportError(.responseTimeout, "The origin sent no whole response head in time."))
         }
-        self.armIdleTimer()
         context.read()
         return number
     }
@@ -177,6 +176,7 @@ final class OriginExchangeHandler: ChannelInboundHandler {
             self.responseTimer?.cancel()
             self.responseTimer = nil
             self.state = .body(delegate, isReusable: head.isKeepAlive)
+            self.armIdleTimer()
             delegate.exchangeDidReceiveHead(head)
         case (.body(let piece), .body(let delegate, _)):
             if !delegate.exchangeDidReceiveBody(piece) { self.wantsData = false }
@@ -273,14 +273,14 @@ final class OriginExchangeHandler: ChannelInboundHandler {
             guard let self, self.exchangeNumber == number else { return }
             self.idleTimer = nil
             switch self.state {
-            case .awaitingHead, .body:
+            case .body:
                 guard self.wantsData else { return }  // re-armed by `resume`
                 if NIODeadline.now() >= self.lastActivity + self.timeouts.idle {
                     self.fail(HTTPTransportError(.idleTimeout, "The origin sent nothing for too long."))
                 } else {
                     self.armIdleTimer()
                 }
-            case .idle, .closed:
+            case .idle, .awaitingHead, .closed:
                 break
             }
         }

@@ -70,7 +70,7 @@ extension ResourceLoader {
     public var diskSize: Int? {
         get throws(CacheError) {
             guard let disk = self.store.disk else { return 0 }
-            return try (disk as? DiskCache)?.totalSize
+            return try (disk as? any SizedDataCaching)?.totalSize
         }
     }
 
@@ -109,11 +109,11 @@ extension ResourceLoader {
     private func removeLocalResponses(
         where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
     ) throws(CacheError) -> Int {
-        let disk = self.store.disk as? DiskCache
+        let disk = self.store.disk as? any EnumerableDataCaching
         guard disk != nil || self.store.disk == nil else {
             throw .invalidConfiguration(
-                "Removing responses by URL or tag needs a disk tier that lists its keys (a DiskCache); "
-                    + "nothing was removed."
+                "Removing responses by URL or tag needs a disk tier that lists its keys (an EnumerableDataCaching, "
+                    + "such as DiskCache); nothing was removed."
             )
         }
         var removed =

@@ -326,7 +326,7 @@ private struct StoringBody: AsyncSequence, Sendable {
         /// The body so far while it is small enough for memory.
         var held = Data()
         /// The file it goes to once it is not.
-        var writer: DiskCache.Writer?
+        var writer: (any DataCacheWriting)?
         var isFinished = false
 
         mutating func next() async throws -> Data? {
@@ -372,9 +372,9 @@ private struct StoringBody: AsyncSequence, Sendable {
                 }
                 self.held.append(piece)
                 guard self.held.count > loader.configuration.streamingThreshold,
-                    let disk = loader.store.disk as? DiskCache
+                    let disk = loader.store.disk as? any StreamingDataCaching
                 else { return }
-                let writer = try disk.makeWriter(forKey: storage.key.string, metadata: incoming.stored.encoded())
+                let writer = try disk.makeEntryWriter(forKey: storage.key.string, metadata: incoming.stored.encoded())
                 try writer.append(self.held)
                 self.writer = writer
                 self.held = Data()

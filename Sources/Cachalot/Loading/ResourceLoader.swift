@@ -98,7 +98,7 @@ public final class ResourceLoader: Sendable {
         self.writes = OrderedWrites(counting: pending)
         self.sharedWrites = SharedWrites(counting: pending, largestBacklog: Self.largestWriteBacklog)
         self.coalescer = Coalescer(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
-        let limit = (disk as? DiskCache)?.configuration.sizeLimit ?? memory?.configuration.costLimit
+        let limit = (disk as? any SizedDataCaching)?.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
     }
 
@@ -641,7 +641,7 @@ public final class ResourceLoader: Sendable {
             () throws(CacheError) in
             // A large body goes to a file as it arrives: under its key if it may be stored,
             // else under a name of its own, to be discarded once mapped.
-            try (self.store.disk as? DiskCache)?.makeWriter(
+            try (self.store.disk as? any StreamingDataCaching)?.makeEntryWriter(
                 forKey: storage?.key.string ?? "unstored \(UUID())",
                 metadata: incoming.stored.encoded()
             )
@@ -661,7 +661,7 @@ public final class ResourceLoader: Sendable {
     }
 
     /// Makes a large body written as it arrived into the stored entry.
-    func commit(_ writer: DiskCache.Writer, variants names: [String], url: ResponseKey) {
+    func commit(_ writer: any DataCacheWriting, variants names: [String], url: ResponseKey) {
         do {
             try writer.commit()
             if !names.isEmpty { try self.store.storeVariants(names, url: url) }
@@ -777,12 +777,12 @@ public final class ResourceLoader: Sendable {
         _ reply: HTTPTransportResponse,
         to request: HTTPRequest,
         run: Coalescer<Resource>.Run?,
-        spoolingTo makeWriter: (() throws(CacheError) -> DiskCache.Writer?)? = nil
-    ) async throws -> (body: Data, writer: DiskCache.Writer?) {
+        spoolingTo makeWriter: (() throws(CacheError) -> (any DataCacheWriting)?)? = nil
+    ) async throws -> (body: Data, writer: (any DataCacheWriting)?) {
         let expected = Self.announcedLength(of: reply.response, to: request)
         let threshold = self.configuration.streamingThreshold
         var body = Data()
-        var writer: DiskCache.Writer?
+        var writer: (any DataCacheWriting)?
         var makeWriter = makeWriter
         var received = 0
         /// The disk tier failed: the body goes on in memory, with what reached the file.
