@@ -42,7 +42,7 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
-    @Test("A client's Forwarded and X-Forwarded-* fields are replaced by the proxy's own")
+    @Test("A client's Forwarded and X-Forwarded-* fields are replaced by the proxy's own, without its Host")
     func untrustedForwarding() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "ok") }
         let proxy = try await ProxyHarness(origin: origin)
@@ -53,13 +53,100 @@ struct ProxyForwardingTests {
             ]
         )
         let sent = try #require(origin.requests.first)
-        #expect(
-            sent.headerFields[values: HTTPField.Name("Forwarded")!] == [
-                "for=127.0.0.1;host=\"127.0.0.1:\(proxy.port)\";proto=http"
-            ]
-        )
+        #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;proto=http"])
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!] == ["127.0.0.1"])
-        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["127.0.0.1:\(proxy.port)"])
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!].isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("The client's Host is not keyed, so it reaches the origin in no field: the origin sees its own authority")
+    func hostNotForwarded() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=60")], body: request.headerFields[HTTPField.Name("Host")!] ?? "")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        let first = try await proxy.send("/page", headers: [("Host", "evil.example")])
+        #expect(first.text == "127.0.0.1:\(origin.port)")
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!].isEmpty)
+        let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!].joined(separator: ",")
+        #expect(!forwarded.contains("host="), "\(forwarded)")
+        #expect(!sent.headerFields.contains { $0.value.contains("evil.example") })
+        // The same key whatever the Host: the second client gets the first's answer.
+        let second = try await proxy.send("/page", headers: [("Host", "other.example")])
+        #expect(second.cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    /// Fields by which a client could steer what the origin answers under a key that does not
+    /// hold them.
+    static let overrides = [
+        "X-Original-URL", "X-Rewrite-URL", "X-Forwarded-Prefix", "X-Forwarded-Scheme", "X-Forwarded-Port",
+        "X-Forwarded-Server", "X-Host", "X-Original-Host", "X-HTTP-Method-Override", "X-HTTP-Method",
+        "X-Method-Override", "X-Forwarded-Path", "X-Original-URI", "X-Forwarded-SSL", "Front-End-HTTPS",
+    ]
+
+    @Test("Override fields from a client that is not a trusted proxy never reach the origin")
+    func overridesDropped() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/o", headers: Self.overrides.map { ($0, "/admin") })
+        let sent = try #require(origin.requests.first)
+        for name in Self.overrides {
+            #expect(sent.headerFields[values: HTTPField.Name(name)!].isEmpty, "\(name) reached the origin")
+        }
+        try await proxy.stop()
+    }
+
+    @Test("A trusted 127.0.0.1 is trusted as the IPv4-mapped peer ::ffff:127.0.0.1 of a dual-stack listener")
+    func trustedMappedPeer() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.listen = .init(host: "::", port: 0)
+            $0.trustedProxies = ["127.0.0.1"]
+        }
+        _ = try await proxy.send("/t", headers: [("X-Forwarded-For", "203.0.113.9"), ("X-Original-URL", "/kept")])
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!].first == "203.0.113.9")
+        #expect(sent.headerFields[values: HTTPField.Name("X-Original-URL")!] == ["/kept"])
+        try await proxy.stop()
+    }
+
+    @Test("A fragment in the request target is neither keyed nor forwarded")
+    func fragment() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let received = try await RawClient.exchange(
+            "GET /a?q=1#frag HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            port: proxy.port
+        )
+        #expect(RawClient.statuses(in: received) == [200])
+        #expect(origin.requests.map(\.path) == ["/a?q=1"])
+        #expect(try await proxy.send("/a?q=1").cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test("An extension method (M-SEARCH) goes to the origin as it is spelt, is not cached, and invalidates")
+    func extensionMethod() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=60")], body: request.method.rawValue)
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/m")
+        #expect(try await proxy.send("/m").cacheStatus.contains("hit"))
+        for _ in 0..<2 {
+            let received = try await RawClient.exchange(
+                "M-SEARCH /m HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                port: proxy.port
+            )
+            #expect(RawClient.statuses(in: received) == [200])
+            #expect(received.hasSuffix("M-SEARCH"), "\(received)")
+        }
+        #expect(origin.requests.map(\.method.rawValue) == ["GET", "M-SEARCH", "M-SEARCH"])
+        // Its 200 invalidated what GET stored (RFC 9111 §4.4).
+        #expect(try await proxy.send("/m").cacheStatus.contains("fwd=uri-miss"))
         try await proxy.stop()
     }
 

@@ -57,6 +57,18 @@ struct CacheRulesStoringTests {
         #expect(!self.rules.canStore(unknown, for: Messages.request()))
     }
 
+    @Test("Set-Cookie: a private cache stores it, a shared one does not (as nginx and Varnish)")
+    func setCookie() {
+        let response = Messages.response(200, [("Cache-Control", "public, max-age=60"), ("Set-Cookie", "id=1")])
+        #expect(self.rules.canStore(response, for: Messages.request()))
+        #expect(!self.shared.canStore(response, for: Messages.request()))
+        #expect(!CacheRules(isShared: true).canStore(response, for: Messages.request()))
+        // Without it, the same response is stored.
+        var plain = response
+        plain.headerFields[HTTPField.Name("Set-Cookie")!] = nil
+        #expect(self.shared.canStore(plain, for: Messages.request()))
+    }
+
     @Test("private: a private cache stores it, a shared one does not")
     func privateDirective() {
         let response = Messages.response(200, [("Cache-Control", "private, max-age=60")])

@@ -66,6 +66,16 @@ struct CacheRulesTargetedTests {
         #expect(!self.canStore([("Cache-Control", "no-store"), ("CDN-Cache-Control", value)]))
     }
 
+    @Test(
+        "a targeted field whose numeric directive has another type is ignored whole (cdn-cc-invalid-sh-type-wrong)",
+        arguments: ["max-age=\"10000\"", "max-age", "max-age=10000, s-maxage=tok", "stale-if-error=\"60\", max-age=60"]
+    )
+    func wrongType(value: String) {
+        #expect(!self.canStore([("Cache-Control", "no-store"), ("CDN-Cache-Control", value)]))
+        let pairs = [("Cache-Control", "max-age=10"), ("CDN-Cache-Control", value)]
+        #expect(self.stored(pairs).freshnessLifetime(isShared: true) == 10)
+    }
+
     @Test("the first field of the target list with a valid value wins")
     func order() {
         let both = [("CDN-Cache-Control", "max-age=60"), ("Cachalot-Cache-Control", "max-age=30")]
