@@ -18,7 +18,10 @@ struct ProxyCachingTests {
         let counter = Counter()
         let origin = try await TestOrigin.start { _ in
             let count = counter.next()
-            return .init(fields: [("Cache-Control", "public, max-age=60"), ("Set-Cookie", "id=\(count)")], body: "page")
+            return .init(
+                fields: [("Cache-Control", "public, max-age=60"), ("Set-Cookie", "id=\(count)")],
+                body: "page"
+            )
         }
         let proxy = try await ProxyHarness(origin: origin)
         let first = try await proxy.send("/account")

@@ -112,9 +112,9 @@ struct CacheRulesTargetedTests {
         let noCache = self.stored([("Cache-Control", "max-age=60"), ("CDN-Cache-Control", "no-cache, max-age=60")])
         #expect(self.rules.decision(for: Messages.request(), stored: noCache, at: Messages.at(1)) == .validate)
         #expect(noCache.cacheControl.isNoCache)
-        // A decimal is not coerced: the response is stale at once.
+        // A decimal is not coerced: it is the wrong type, and the field is ignored whole.
         let decimal = self.stored([("Cache-Control", "max-age=60"), ("CDN-Cache-Control", "max-age=1.5")])
-        #expect(decimal.freshnessLifetime(isShared: true) == 0)
+        #expect(decimal.freshnessLifetime(isShared: true) == 60)
         // must-revalidate forbids stale answers, even on an origin error.
         let mustRevalidate = self.stored([
             ("Cache-Control", "max-age=1, stale-if-error=600"), ("CDN-Cache-Control", "max-age=1, must-revalidate"),
