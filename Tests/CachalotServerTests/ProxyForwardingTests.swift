@@ -79,6 +79,73 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
+    @Test("With keysHost, each host has its own entries, and the origin is told the client's host")
+    func keyedHost() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=60")],
+                body: request.headerFields[HTTPField.Name("Host")!] ?? ""
+            )
+        }
+        let proxy = try await ProxyHarness(origin: origin) { $0.keysHost = true }
+        for host in ["a.example", "B.example:8080"] {
+            let miss = try await proxy.send("/page", headers: [("Host", host)])
+            #expect(miss.text == host.lowercased())
+            #expect(miss.cacheStatus.contains("fwd=uri-miss"))
+        }
+        let hit = try await proxy.send("/page", headers: [("Host", "A.example")])
+        #expect(hit.cacheStatus.contains("hit") && hit.text == "a.example")
+        #expect(origin.requests.count == 2)
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["a.example"])
+        #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;host=\"a.example\";proto=http"])
+        // A purge names the host whose responses go; the other host's stay.
+        let purged = try await proxy.send("/purge?url=http://a.example/page", method: .POST, admin: true)
+        #expect(purged.status == 200)
+        #expect(try await proxy.send("/page", headers: [("Host", "a.example")]).cacheStatus.contains("fwd=uri-miss"))
+        #expect(try await proxy.send("/page", headers: [("Host", "b.example:8080")]).cacheStatus.contains("hit"))
+        try await proxy.stop()
+    }
+
+    @Test("A trusted proxy's X-Forwarded-Host and Forwarded host= never reach the origin; keyed, the key's host does")
+    func trustedHost() async throws {
+        for keysHost in [false, true] {
+            let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+            let proxy = try await ProxyHarness(origin: origin) {
+                $0.trustedProxies = ["127.0.0.1"]
+                $0.keysHost = keysHost
+            }
+            _ = try await proxy.send(
+                "/h\(keysHost)",
+                headers: [
+                    ("Host", "www.example"), ("X-Forwarded-Host", "evil.example"),
+                    ("Forwarded", "for=203.0.113.9;host=evil.example;proto=https"),
+                ]
+            )
+            let sent = try #require(origin.requests.first)
+            let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
+            #expect(forwarded.first == "for=203.0.113.9;proto=https")
+            #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == (keysHost ? ["www.example"] : []))
+            #expect(!sent.headerFields.contains { $0.value.contains("evil.example") })
+            try await proxy.stop()
+        }
+    }
+
+    @Test("A Host that is not a host and an optional port gets 400, and nothing reaches the origin")
+    func invalidHost() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.keysHost = true }
+        for host in ["a.example/x", "user@a.example", "a example"] {
+            let received = try await RawClient.exchange(
+                "GET /x HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n",
+                port: proxy.port
+            )
+            #expect(RawClient.statuses(in: received) == [400], "\(host)")
+        }
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
     /// Fields by which a client could steer what the origin answers under a key that does not
     /// hold them.
     static let overrides = [
