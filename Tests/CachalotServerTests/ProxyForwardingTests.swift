@@ -98,7 +98,8 @@ struct ProxyForwardingTests {
         #expect(origin.requests.count == 2)
         let sent = try #require(origin.requests.first)
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["a.example"])
-        #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;host=\"a.example\";proto=http"])
+        let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
+        #expect(forwarded == ["for=127.0.0.1;host=\"a.example\";proto=http"])
         // A purge names the host whose responses go; the other host's stay.
         let purged = try await proxy.send("/purge?url=http://a.example/page", method: .POST, admin: true)
         #expect(purged.status == 200)

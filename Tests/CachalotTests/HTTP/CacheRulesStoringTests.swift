@@ -68,7 +68,8 @@ struct CacheRulesStoringTests {
         plain.headerFields[HTTPField.Name("Set-Cookie")!] = nil
         #expect(self.shared.canStore(plain, for: Messages.request()))
         // Allowed, a shared cache stores it; refused, a private one does not.
-        #expect(CacheRules(isShared: true, storesResponsesWithSetCookie: true).canStore(response, for: Messages.request()))
+        let allowing = CacheRules(isShared: true, storesResponsesWithSetCookie: true)
+        #expect(allowing.canStore(response, for: Messages.request()))
         #expect(!CacheRules(storesResponsesWithSetCookie: false).canStore(response, for: Messages.request()))
     }
 
