@@ -86,7 +86,8 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("trusted-proxy"),
-        help: "The IP address of a proxy in front whose Forwarded and X-Forwarded-* fields are kept; repeat for more."
+        help:
+            "The IP address of a proxy in front whose Forwarded, X-Forwarded-* and override fields are kept; repeat for more."
     )
     var trustedProxies: [String] = []
 
