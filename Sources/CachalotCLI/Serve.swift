@@ -44,6 +44,8 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_ADMIN_TOKEN", "--admin-token"),
             .init("CACHALOT_MEMORY", "--memory"),
             .init("CACHALOT_TRUSTED_PROXIES", "--trusted-proxy", .list(separator: ",")),
+            .init("CACHALOT_KEY_HOST", "--key-host", .flag),
+            .init("CACHALOT_STORE_SET_COOKIE", "--store-set-cookie", .flag),
             .init("CACHALOT_TIMEOUT", "--timeout"),
             .init("CACHALOT_CONNECT_TIMEOUT", "--connect-timeout"),
             .init("CACHALOT_IDLE_TIMEOUT", "--idle-timeout"),
@@ -84,9 +86,22 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("trusted-proxy"),
-        help: "The IP address of a proxy in front whose Forwarded and X-Forwarded-* fields are kept; repeat for more."
+        help:
+            "The IP address of a proxy in front whose Forwarded, X-Forwarded-* and override fields are kept; repeat for more."
     )
     var trustedProxies: [String] = []
+
+    @Flag(
+        name: .customLong("key-host"),
+        help: "Key the cache by the Host clients ask for, and pass it on to the origin (default: neither)."
+    )
+    var keysHost = false
+
+    @Flag(
+        name: .customLong("store-set-cookie"),
+        help: "Store responses that carry Set-Cookie (default: not stored, as nginx and Varnish do)."
+    )
+    var storesSetCookie = false
 
     @Option(help: "Seconds to wait for the whole head of the origin's answer (default: 30).")
     var timeout: Double = 30
@@ -220,7 +235,8 @@ struct Serve: AsyncParsableCommand {
             rules: CacheRules(
                 isShared: true,
                 targetedFields: targets,
-                isStaleIfUnreachableEnabled: self.servesStaleIfUnreachable
+                isStaleIfUnreachableEnabled: self.servesStaleIfUnreachable,
+                storesResponsesWithSetCookie: self.storesSetCookie
             )
         )
         let (metrics, metricsText) = Self.prometheus(disk: disk)
@@ -257,6 +273,7 @@ struct Serve: AsyncParsableCommand {
                         admin: adminAddress,
                         adminToken: self.adminToken,
                         trustedProxies: trusted,
+                        keysHost: self.keysHost,
                         metrics: metrics,
                         metricsText: metricsText,
                         images: images

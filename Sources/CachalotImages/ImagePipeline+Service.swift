@@ -86,6 +86,53 @@ extension ImagePipeline {
         return removed + (try await self.loader.removeResponses(storedBefore: date))
     }
 
+    /// Removes the variants made of the original at `url` (every processing and encoding of
+    /// it), from memory and from `variants`, so that the next request for one makes it anew
+    /// from the original. The original itself is the loader's to remove
+    /// (`ResourceLoader.removeResponses(for:)`).
+    ///
+    /// - Returns: How many variants were removed from `variants`.
+    /// - Throws: `CacheError` if `variants` could not be read or changed, or is not a
+    ///   `DiskCache`, which alone lists its keys.
+    /// - Complexity: O(*n*) in the number of stored variants: for administration.
+    @discardableResult
+    public func removeVariants(of url: URL) throws(CacheError) -> Int {
+        let original = Self.key(for: url, processors: [])
+        // Its variants: `#` and processors, or `@` and an encoding (which may also catch another
+        // original whose path goes on with `@`, such as a.jpg@2x.png: remade, no harm).
+        return try self.removeVariants { key in
+            key == original || key.hasPrefix(original + "#") || key.hasPrefix(original + "@")
+        }
+    }
+
+    /// Removes the variants of every original whose URL, in key form (as `CacheKey` writes
+    /// it), starts with `prefix`, from memory and from `variants`.
+    ///
+    /// - Returns: How many variants were removed from `variants`.
+    /// - Throws: as ``removeVariants(of:)``.
+    /// - Complexity: O(*n*) in the number of stored variants.
+    @discardableResult
+    public func removeVariants(withPrefix prefix: String) throws(CacheError) -> Int {
+        try self.removeVariants { $0.hasPrefix(prefix) }
+    }
+
+    /// Removes the variants whose keys `isRemoved` accepts, from memory and from `variants`.
+    private func removeVariants(where isRemoved: (String) -> Bool) throws(CacheError) -> Int {
+        self.memory.removeValues { key, _ in isRemoved(key) }
+        guard let variants = self.variants else { return 0 }
+        guard let disk = variants as? DiskCache else {
+            throw CacheError(
+                .invalidConfiguration,
+                "Removing an original's variants needs variants in a DiskCache, which lists its keys; none was removed."
+            )
+        }
+        var removed = 0
+        for entry in try disk.entries() where isRemoved(entry.key) {
+            if try disk.removeValue(forKey: entry.key) { removed += 1 }
+        }
+        return removed
+    }
+
     /// Removes every bitmap from memory, every variant, and every response the loader stored.
     ///
     /// - Throws: `CacheError` if `variants` or one of the loader's tiers could not be emptied;

@@ -1,4 +1,5 @@
 import Cachalot
+import CachalotImages
 import Foundation
 import HTTPTypes
 import NIOCore
@@ -9,8 +10,11 @@ import NIOHTTP1
 /// - `GET /healthz`: 200 `ok`, without a token.
 /// - `GET /metrics`: the text ``CacheServer/Configuration/metricsText`` makes, if it is set.
 /// - `POST /purge?url=/path` (or an absolute URL on the origin): removes that URL's stored
-///   responses, every `Vary` variant included.
-/// - `POST /purge?prefix=/images/`: removes every stored response under that path prefix.
+///   responses, every `Vary` variant included, and the image endpoint's variants of it. With
+///   ``CacheServer/Configuration/keysHost``, an absolute URL may name any host: each host's
+///   responses are stored under it.
+/// - `POST /purge?prefix=/images/`: removes every stored response under that path prefix, and
+///   the image endpoint's variants of them.
 /// - `POST /purge?tag=product-42`: removes every stored response whose `Surrogate-Key` or
 ///   `Cache-Tag` names that tag.
 ///
@@ -64,9 +68,13 @@ struct AdminResponder: Responder {
         let removed: Int
         do {
             if let target = query["url"], let url = self.originURL(target) {
-                removed = try await self.server.loader.removeResponses(for: url)
+                removed =
+                    try await self.server.loader.removeResponses(for: url)
+                    + (self.server.images?.1.removeVariants(of: url) ?? 0)
             } else if let prefix = query["prefix"], let url = self.originURL(prefix) {
-                removed = try await self.server.loader.removeResponses(withPrefix: url.absoluteString)
+                removed =
+                    try await self.server.loader.removeResponses(withPrefix: url.absoluteString)
+                    + (self.server.images?.1.removeVariants(withPrefix: url.absoluteString) ?? 0)
             } else if let tag = query["tag"], !tag.isEmpty {
                 removed = try await self.server.loader.removeResponses(taggedWith: tag)
             } else {
@@ -91,7 +99,11 @@ struct AdminResponder: Responder {
     private func originURL(_ target: String) -> URL? {
         let origin = self.server.configuration.origin
         if target.hasPrefix("/") { return ProxyResponder(server: self.server).originURL(of: target) }
-        guard let url = URL(string: target), url.host() == origin.host(), url.port == origin.port else { return nil }
+        guard let url = URL(string: target), url.host() != nil else { return nil }
+        // Keyed by host, each host's responses are stored under it.
+        guard self.server.configuration.keysHost || (url.host() == origin.host() && url.port == origin.port) else {
+            return nil
+        }
         return url
     }
 

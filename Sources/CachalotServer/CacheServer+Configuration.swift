@@ -27,10 +27,24 @@ extension CacheServer {
         /// The bearer token the admin listener requires in `Authorization: Bearer …`, except
         /// for `/healthz`; `nil` to require none. Default: `nil`.
         public var adminToken: String?
-        /// Clients whose `Forwarded` and `X-Forwarded-*` fields are passed on (load balancers
-        /// in front of the proxy), by IP address. From anyone else those fields are dropped, so
-        /// that no client can steer what the origin answers under a shared key. Default: none.
+        /// Clients whose `Forwarded`, `X-Forwarded-*` and override fields (`X-Original-URL`,
+        /// `X-HTTP-Method-Override`…) are passed on (load balancers in front of the proxy), by IP
+        /// address. From anyone else those fields are dropped, so that no client can steer what
+        /// the origin answers under a shared key. Addresses compare as addresses: `127.0.0.1`
+        /// matches the peer `::ffff:127.0.0.1` that a dual-stack listener sees. Default: none.
         public var trustedProxies: Set<String>
+        /// Whether the host the client asked for (its `Host`, or an absolute target's authority)
+        /// is part of the cache key, and passed on to the origin. Default: `false`.
+        ///
+        /// Off, every client's request is forwarded with the origin's own authority as `Host`
+        /// and no `X-Forwarded-Host` nor `Forwarded: host=`, and stored under the URL on the
+        /// origin, as nginx's defaults do (`proxy_set_header Host $proxy_host`, a key of
+        /// `$scheme$proxy_host$request_uri`): an origin that builds links from the host it is
+        /// told cannot be made to store one client's host for all. On, as Varnish's default
+        /// `vcl_hash` does, each host has its own entries, and the origin sees the client's
+        /// host in `Host`, `X-Forwarded-Host` and `Forwarded: host=`: for an origin that
+        /// serves several sites by name.
+        public var keysHost: Bool
         /// The name the proxy gives itself in `Via` and `Cache-Status`; an HTTP token (letters,
         /// digits, `-._~`). Default: `cachalot`.
         public var name: String
@@ -57,6 +71,7 @@ extension CacheServer {
         ///   - admin: Where the admin listener listens. Default: `nil`, none.
         ///   - adminToken: The admin listener's bearer token. Default: `nil`, none required.
         ///   - trustedProxies: The IP addresses whose forwarding fields are passed on. Default: none.
+        ///   - keysHost: Whether the client's host is keyed and passed on. Default: `false`.
         ///   - name: The name in `Via` and `Cache-Status`. Default: `cachalot`.
         ///   - limits: The limits one client meets. Default: `Limits()`.
         ///   - metrics: Where the counters go. Default: `nil`, nowhere.
@@ -68,6 +83,7 @@ extension CacheServer {
             admin: Address? = nil,
             adminToken: String? = nil,
             trustedProxies: Set<String> = [],
+            keysHost: Bool = false,
             name: String = "cachalot",
             limits: Limits = Limits(),
             metrics: MetricsConfiguration? = nil,
@@ -79,6 +95,7 @@ extension CacheServer {
             self.admin = admin
             self.adminToken = adminToken
             self.trustedProxies = trustedProxies
+            self.keysHost = keysHost
             self.name = name
             self.limits = limits
             self.metrics = metrics
@@ -165,7 +182,8 @@ extension CacheServer {
         /// The most connections open at once; further ones are closed as they arrive.
         /// Default: 1,024.
         public var maximumConnections: Int
-        /// The longest request line (method, target, version); longer gets 414. Default: 8 KiB.
+        /// The longest request line (method, target, version); longer gets 414, however long.
+        /// Default: 8 KiB.
         public var maximumRequestLine: Int
         /// The most bytes of header fields in a request; more gets 431. Default: 32 KiB.
         public var maximumHeaderBytes: Int

@@ -230,6 +230,9 @@ public final class CacheServer: Service, Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(SendTimer(timeout: sendTimeout, logger: self.logger))
+                    // Before the parser, which says only that a head overflowed, not which part.
+                    let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
+                    try pipeline.addHandler(requestLines)
                     try pipeline.configureHTTPServerPipeline(
                         withErrorHandling: false,
                         // Responses are made with swift-http-types, whose fields are valid by construction.
@@ -237,7 +240,7 @@ public final class CacheServer: Service, Sendable {
                         withEncoderConfiguration: .init(),
                         withDecoderLimitConfiguration: decoderLimits
                     )
-                    try pipeline.addHandler(ProtocolErrorResponder())
+                    try pipeline.addHandler(ProtocolErrorResponder(requestLines: requestLines))
                     try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
                     if let immediate {
                         try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
@@ -294,7 +297,7 @@ extension CacheServer {
     ) {
         let elapsed = ContinuousClock.now - start
         self.logger.info(
-            "\(head.method.rawValue) \(head.uri) \(status)",
+            "\(head.method.spelling) \(head.uri) \(status)",
             metadata: [
                 "cache": "\(cacheStatus)",
                 "bytes": "\(bytes)",

@@ -5,6 +5,9 @@ import NIOCore
 import NIOHTTP1
 
 /// A request as a connection read it: its head, its whole body, and who sent it.
+///
+/// A fragment in the target (`/a#x`), which a client should not send (RFC 9112 §3.2), is
+/// removed here: it is never part of the key nor sent on.
 struct ServerRequest: Sendable {
     var head: HTTPRequestHead
     /// The head's fields as swift-http-types has them, made once.
@@ -14,6 +17,9 @@ struct ServerRequest: Sendable {
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, remote: SocketAddress?) {
         self.head = head
+        if let fragment = head.uri.utf8.firstIndex(of: UInt8(ascii: "#")) {
+            self.head.uri = String(head.uri[..<fragment])
+        }
         var fields = HTTPFields()
         fields.reserveCapacity(head.headers.count)
         for (name, value) in head.headers {

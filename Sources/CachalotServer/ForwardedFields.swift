@@ -1,19 +1,123 @@
 import Foundation
 import HTTPTypes
+import NIOCore
 
 /// What a proxy changes in the fields it passes on (RFC 9110 §7.6): hop-by-hop fields go,
 /// `Via` gains the proxy, and `Forwarded` says who asked (RFC 7239).
 enum ForwardedFields {
+    /// `Host`, which swift-http-types leaves to `HTTPRequest.authority`: set as a field, it is
+    /// the host the origin is told, and the one the loader keys (see `CacheKey`).
+    static let host = HTTPField.Name("Host")!
+
     /// Fields that describe one connection, never passed on (RFC 9110 §7.6.1), besides those
     /// that `Connection` names. `Trailer` goes too: the proxy does not pass trailers on.
     static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
     ]
 
-    /// Fields by which a client claims to be someone else, passed on only from a trusted proxy.
+    /// Fields by which a client claims to be someone else, or to have asked for something other
+    /// than what the request line and `Host` say (another path, method, scheme, port or host):
+    /// passed on only from a trusted proxy. None is part of the cache key, so an origin that
+    /// obeys one would otherwise store, under a key every client shares, what one client
+    /// steered (cache poisoning). `X-Forwarded-Host` goes from trusted proxies too (see
+    /// ``ProxyResponder/upstreamRequest(for:)``).
     static let forwarding: Set<String> = [
+        // Who asked, and over what.
         "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip",
+        "x-forwarded-scheme", "x-forwarded-protocol", "x-forwarded-ssl", "front-end-https", "x-url-scheme",
+        "x-forwarded-port", "x-forwarded-server", "x-client-ip", "true-client-ip", "x-cluster-client-ip",
+        // Another host.
+        "x-host", "x-original-host",
+        // Another path (IIS, Symfony, Spring, nginx's ingress).
+        "x-original-url", "x-rewrite-url", "x-original-uri", "x-forwarded-prefix", "x-forwarded-path",
+        "x-forwarded-uri",
+        // Another method.
+        "x-http-method-override", "x-http-method", "x-method-override", "x-original-method",
     ]
+
+    /// `text`, an IP address, in one spelling for each address, so that addresses compare as
+    /// addresses: IPv6 in its shortest form, and an IPv4-mapped IPv6 address
+    /// (`::ffff:127.0.0.1`, how a dual-stack listener sees an IPv4 peer) as the IPv4 address.
+    /// Anything else (a host name, say) is returned as it is.
+    static func canonicalAddress(_ text: String) -> String {
+        // Parsed and written again (inet_pton, inet_ntop): one spelling per address.
+        guard let address = try? SocketAddress(ipAddress: text, port: 0), let canonical = address.ipAddress else {
+            return text
+        }
+        // inet_ntop writes an IPv4-mapped address as ::ffff:a.b.c.d.
+        let mapped = "::ffff:"
+        if canonical.hasPrefix(mapped),
+            let v4 = try? SocketAddress(ipAddress: String(canonical.dropFirst(mapped.count)), port: 0), case .v4 = v4
+        {
+            return v4.ipAddress ?? text
+        }
+        return canonical
+    }
+
+    /// Whether `value` is a valid `Host` field value (RFC 9112 §3.2, RFC 3986 §3.2.2): a
+    /// registered name, an IPv4 address or a bracketed IPv6 one, and an optional port; empty
+    /// counts as valid. Nothing that could end the authority in a key (`/`, `?`, `#`, `@`) passes.
+    static func isValidHost(_ value: String) -> Bool {
+        var host = Substring(value)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let literal = host[host.index(after: host.startIndex)..<close]
+            guard !literal.isEmpty, literal.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                return false
+            }
+            host = host[host.index(after: close)...]
+            guard host.isEmpty || host.first == ":" else { return false }
+            return host.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        if let colon = host.lastIndex(of: ":") {
+            guard host[host.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return false }
+            host = host[..<colon]
+        }
+        return host.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII
+                && (CharacterSet.alphanumerics.contains(scalar) || "-._~%!$&'()*+,;=".unicodeScalars.contains(scalar))
+        }
+    }
+
+    /// A `Forwarded` field value without its `host=` parameters (RFC 7239 §5.3), and without
+    /// the elements left empty; `nil` if none is left.
+    static func removingHost(from value: String) -> String? {
+        var elements: [String] = []
+        var pairs: [String] = []
+        var pair = ""
+        var isQuoted = false
+        var isEscaped = false
+        func endPair() {
+            let trimmed = pair.trimmingCharacters(in: .whitespaces)
+            pair = ""
+            guard !trimmed.isEmpty, trimmed.prefix(while: { $0 != "=" }).lowercased() != "host" else { return }
+            pairs.append(trimmed)
+        }
+        func endElement() {
+            endPair()
+            if !pairs.isEmpty { elements.append(pairs.joined(separator: ";")) }
+            pairs = []
+        }
+        for character in value {
+            if isEscaped {
+                isEscaped = false
+            } else if isQuoted {
+                if character == "\\" { isEscaped = true }
+                if character == "\"" { isQuoted = false }
+            } else if character == "\"" {
+                isQuoted = true
+            } else if character == ";" {
+                endPair()
+                continue
+            } else if character == "," {
+                endElement()
+                continue
+            }
+            pair.append(character)
+        }
+        endElement()
+        return elements.isEmpty ? nil : elements.joined(separator: ", ")
+    }
 
     /// `fields` without their hop-by-hop fields: the fixed ones, `Proxy-*`, and every field
     /// that `Connection` names.

@@ -2,8 +2,17 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Answers a request the HTTP parser refused, before the connection closes: 431 for a header
-/// section (or a target) over the limit, 400 for anything else that is not HTTP/1.1 as RFC
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Answers a request the HTTP parser refused, before the connection closes: 414 for a request
+/// line over the limit (as ``RequestLineMeter`` saw it), 431 for a header section over the
+/// limit, 400 for anything else that is not HTTP/1.1 as RFC
 /// 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two different lengths, an
 /// unknown transfer coding, a field line without a colon, whitespace before a colon…), so that
 /// no request can be smuggled past the cache. It takes the place of NIO's
@@ -15,10 +24,21 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPServerResponsePart
 
     private var hasUnterminatedResponse = false
+    /// What the connection's request lines were like, for a head that overflowed.
+    private let requestLines: RequestLineMeter
+
+    init(requestLines: RequestLineMeter) {
+        self.requestLines = requestLines
+    }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? HTTPParserError, !self.hasUnterminatedResponse {
-            let status: HTTPResponseStatus = error == .headerOverflow ? .requestHeaderFieldsTooLarge : .badRequest
+            let status: HTTPResponseStatus =
+                switch error {
+                case .headerOverflow where self.requestLines.sawLongRequestLine: .uriTooLong
+                case .headerOverflow: .requestHeaderFieldsTooLarge
+                default: .badRequest
+                }
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
             context.write(
                 Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
@@ -40,6 +60,102 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
             break
         }
         context.write(data, promise: promise)
+    }
+}
+
+/// Watches the bytes a client sends, before the HTTP parser, for a request line longer than
+/// `limit`: NIO's parser counts the target as a header field and reports either as too large
+/// alike, and a request line over the limit is answered 414, not 431.
+///
+/// A request line is a line that starts with a token and a space (a method): a header field's
+/// name ends at a colon, never a space. Each line's first bytes are read until that is known;
+/// the rest of it is skipped to its end with `memchr`, so a body costs little. A body line that
+/// looks like a long request line would make a later overflow of the same connection 414.
+final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let limit: Int
+    /// Whether a request line longer than the limit came.
+    private(set) var sawLongRequestLine = false
+    /// The bytes of the current line so far.
+    private var length = 0
+    private var line = Line.start
+
+    /// What the current line is, from its first bytes.
+    private enum Line {
+        /// Nothing read yet.
+        case start
+        /// Token bytes so far.
+        case token
+        /// A token and a space: a request line.
+        case requestLine
+        /// Anything else.
+        case other
+    }
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !self.sawLongRequestLine {
+            Self.unwrapInboundIn(data).withUnsafeReadableBytes { self.scan($0) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    private func scan(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            if self.line == .requestLine || self.line == .other {
+                // Known: the rest of the line is skipped to its end, and counted.
+                let rest = bytes.count - offset
+                guard let newline = memchr(base + offset, Int32(UInt8(ascii: "\n")), rest) else {
+                    self.length += rest
+                    break
+                }
+                let end = base.distance(to: UnsafeRawPointer(newline))
+                self.length += end - offset
+                offset = end
+            }
+            let byte = bytes[offset]
+            offset += 1
+            if byte == UInt8(ascii: "\n") {
+                self.endLine()
+                continue
+            }
+            self.length += 1
+            switch self.line {
+            case .start: self.line = Self.isTokenByte(byte) ? .token : .other
+            case .token where byte == UInt8(ascii: " "): self.line = .requestLine
+            case .token: self.line = Self.isTokenByte(byte) ? .token : .other
+            case .requestLine, .other: break
+            }
+        }
+        self.check()
+    }
+
+    private func endLine() {
+        self.check()
+        self.line = .start
+        self.length = 0
+    }
+
+    private func check() {
+        if self.line == .requestLine && self.length > self.limit { self.sawLongRequestLine = true }
+    }
+
+    /// A `tchar` (RFC 9110 §5.6.2).
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
     }
 }
 

@@ -10,15 +10,18 @@ import NIOHTTP1
 /// origin, relaying the body as it arrives.
 ///
 /// The request the origin sees is the client's, changed as a shared cache must: hop-by-hop
-/// fields removed, `Via` and `Forwarded` added, forwarding fields from untrusted clients
-/// dropped. A `HEAD` is sent to the origin as a `GET` so that its answer can be stored and
-/// answer later `GET`s too (as nginx does by default).
+/// fields removed, `Via` and `Forwarded` added, forwarding and override fields from untrusted
+/// clients dropped, and the client's `Host` passed on only where it is part of the cache key
+/// (``CacheServer/Configuration/keysHost``). A `HEAD` is sent to the origin as a `GET` so that
+/// its answer can be stored and answer later `GET`s too (as nginx does by default).
 struct ProxyResponder: Responder {
     let server: CacheServer
     /// The origin's scheme, authority and base path (without its last `/`), read once.
     private let origin: (scheme: String, authority: String, base: String)
     /// The image endpoint, if the server has one: it answers the paths under its prefix.
     private let images: ImageResponder?
+    /// ``CacheServer/Configuration/trustedProxies``, each address in its canonical spelling.
+    private let trustedProxies: Set<String>
 
     init(server: CacheServer) {
         self.server = server
@@ -32,6 +35,7 @@ struct ProxyResponder: Responder {
         self.images = server.images.map { endpoint, pipeline in
             ImageResponder(server: server, endpoint: endpoint, pipeline: pipeline, origin: origin)
         }
+        self.trustedProxies = Set(server.configuration.trustedProxies.map(ForwardedFields.canonicalAddress))
     }
 
     private var configuration: CacheServer.Configuration { self.server.configuration }
@@ -212,7 +216,7 @@ struct ProxyResponder: Responder {
     /// The client's request as it came, for its preconditions and `Range`.
     private static func clientRequest(_ request: ServerRequest) -> HTTPRequest {
         HTTPRequest(
-            method: HTTPRequest.Method(request.head.method.rawValue) ?? .get,
+            method: HTTPRequest.Method(request.head.method.spelling) ?? .get,
             scheme: nil,
             authority: nil,
             path: request.head.uri,
@@ -240,13 +244,16 @@ struct ProxyResponder: Responder {
         if hosts.count > 1 || (head.version.minor >= 1 && hosts.isEmpty) {
             return (.badRequest, "A request must have exactly one Host field (RFC 9112 §3.2).")
         }
+        if let host = hosts.first, !ForwardedFields.isValidHost(host) {
+            return (.badRequest, "The Host field must be a host name or an IP address, and a port (RFC 9112 §3.2).")
+        }
         if head.method == .CONNECT {
             return (.notImplemented, "This proxy does not tunnel (CONNECT).")
         }
         guard self.path(of: head.uri) != nil else {
             return (.badRequest, "The request target must be a path (/…) or an absolute http URL.")
         }
-        guard HTTPRequest.Method(head.method.rawValue) != nil else {
+        guard HTTPRequest.Method(head.method.spelling) != nil else {
             return (.badRequest, "The method is not a token.")
         }
         return nil
@@ -263,32 +270,51 @@ struct ProxyResponder: Responder {
     }
 
     /// The request to send to the origin (or answer from the cache) for `request`.
+    ///
+    /// Its URL is the origin's. With ``CacheServer/Configuration/keysHost`` it carries the
+    /// client's host in `Host`, which the loader keys it by (see `CacheKey`), and says it in
+    /// `X-Forwarded-Host` and `Forwarded: host=`; without, the origin sees its own authority and
+    /// no host of the client's in any field, trusted proxy or not: nothing unkeyed that an
+    /// origin could build a link from.
     func upstreamRequest(for request: ServerRequest) -> HTTPRequest {
         let head = request.head
         let clientIP = request.remote?.ipAddress
-        let isTrusted = clientIP.map { self.configuration.trustedProxies.contains($0) } ?? false
+        let isTrusted = clientIP.map { self.trustedProxies.contains(ForwardedFields.canonicalAddress($0)) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
-        var fields = ForwardedFields.removingHopByHop(request.fields).filter { field in
+        let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
+        var fields: [HTTPField] = []
+        for field in ForwardedFields.removingHopByHop(request.fields) {
             let name = field.name.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
-            return name != "host" && name != "expect" && (isTrusted || !ForwardedFields.forwarding.contains(name))
-                && !(isRead && Self.clientOwned.contains(name))
+            guard name != "host", name != "expect", name != "x-forwarded-host",
+                isTrusted || !ForwardedFields.forwarding.contains(name),
+                !(isRead && Self.clientOwned.contains(name))
+            else { continue }
+            if name == "forwarded" {
+                // A trusted proxy's elements, without the host it was asked for.
+                guard let value = ForwardedFields.removingHost(from: field.value) else { continue }
+                fields.append(HTTPField(name: field.name, value: value))
+            } else {
+                fields.append(field)
+            }
         }
-        let clientHost = head.headers.first(name: "host")
         fields.append(
             HTTPField(
                 name: .forwarded,
-                value: ForwardedFields.forwardedElement(for: clientIP, host: clientHost, proto: "http")
+                value: ForwardedFields.forwardedElement(for: clientIP, host: keyedHost, proto: "http")
             )
         )
         if let clientIP { fields.append(HTTPField(name: .xForwardedFor, value: clientIP)) }
         var result = HTTPFields(fields)
         if !isTrusted || result[.xForwardedProto] == nil { result[.xForwardedProto] = "http" }
-        if let clientHost, !isTrusted || result[.xForwardedHost] == nil { result[.xForwardedHost] = clientHost }
+        if let keyedHost {
+            result[ForwardedFields.host] = keyedHost
+            result[.xForwardedHost] = keyedHost
+        }
         result.append(
             HTTPField(name: .via, value: "\(head.version.major).\(head.version.minor) \(self.configuration.name)")
         )
-        let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.rawValue) ?? .get)
+        let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.spelling) ?? .get)
         return HTTPRequest(
             method: method,
             scheme: self.origin.scheme,
@@ -296,6 +322,19 @@ struct ProxyResponder: Responder {
             path: self.origin.base + (self.path(of: head.uri) ?? "/"),
             headerFields: result
         )
+    }
+
+    /// The host the client asked for: the authority of an absolute-form target, else the `Host`
+    /// field (RFC 9112 §3.2.2), lowercased; `nil` if it is empty or absent (an HTTP/1.0
+    /// request without one).
+    private func clientHost(of head: HTTPRequestHead) -> String? {
+        var host = head.headers.first(name: "host")
+        if !head.uri.hasPrefix("/"), let url = URL(string: head.uri), let name = url.host(percentEncoded: true) {
+            let bracketed = name.contains(":") ? "[\(name)]" : name
+            host = url.port.map { "\(bracketed):\($0)" } ?? bracketed
+        }
+        guard let host, !host.isEmpty else { return nil }
+        return host.lowercased()
     }
 
     /// The URL on the origin that the path and query `path` stands for.
@@ -336,5 +375,13 @@ struct ProxyResponder: Responder {
             if failure.code == .invalidResponse { return (.badGateway, "invalid-response") }
         }
         return (.badGateway, "origin-unreachable")
+    }
+}
+
+extension HTTPMethod {
+    /// The method as it is spelt on the wire: NIO's `rawValue` spells `M-SEARCH` without its
+    /// hyphen, which would forward another method.
+    var spelling: String {
+        self == .MSEARCH ? "M-SEARCH" : self.rawValue
     }
 }

@@ -190,7 +190,8 @@ public final class TestOrigin: Sendable {
             if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
         }
         return HTTPRequest(
-            method: HTTPRequest.Method(head.method.rawValue) ?? .get,
+            // NIO spells M-SEARCH without its hyphen.
+            method: HTTPRequest.Method(head.method == .MSEARCH ? "M-SEARCH" : head.method.rawValue) ?? .get,
             scheme: "http",
             authority: "127.0.0.1:\(port)",
             path: head.uri,

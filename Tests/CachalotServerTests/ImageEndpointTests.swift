@@ -191,6 +191,26 @@ struct ImageEndpointTests {
         try await proxy.stop()
     }
 
+    @Test("purging an original on the admin listener removes its variants too: the next one is made anew")
+    func purgeRemovesVariants() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let path = endpoint.path(for: "/photo.jpg", options: "w64,jpeg")
+        let other = endpoint.path(for: "/photo.jpg?v=2", options: "w64,jpeg")
+        for variant in [path, other] { #expect(try await proxy.send(variant).cacheStatus.hasSuffix("; stored")) }
+        #expect(try await proxy.send(path).cacheStatus.hasPrefix("cachalot; hit"))
+        let purged = try await proxy.send("/purge?url=/photo.jpg", method: .POST, admin: true)
+        #expect(purged.status == 200)
+        let again = try await proxy.send(path)
+        #expect(again.status == 200)
+        #expect(again.cacheStatus.hasPrefix("cachalot; fwd=miss"), "\(again.cacheStatus)")
+        #expect(origin.requests.filter { $0.path == "/photo.jpg" }.count == 2)
+        // Another original's variant stays.
+        #expect(try await proxy.send(other).cacheStatus.hasPrefix("cachalot; hit"))
+        try await proxy.stop()
+    }
+
     @Test("paths outside the prefix are proxied as before")
     func otherPaths() async throws {
         let origin = try await Self.origin()

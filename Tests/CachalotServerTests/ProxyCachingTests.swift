@@ -6,12 +6,34 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Testing
 
 @testable import Cachalot
 
 @Suite("The proxy caches as a shared cache")
 struct ProxyCachingTests {
+    @Test("A response with Set-Cookie reaches its client, and is not stored: the next client gets its own")
+    func setCookieNotStored() async throws {
+        let counter = Counter()
+        let origin = try await TestOrigin.start { _ in
+            let count = counter.next()
+            return .init(
+                fields: [("Cache-Control", "public, max-age=60"), ("Set-Cookie", "id=\(count)")],
+                body: "page"
+            )
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        let first = try await proxy.send("/account")
+        #expect(first.headers["set-cookie"] == ["id=1"])
+        #expect(!first.cacheStatus.contains("stored"))
+        let second = try await proxy.send("/account")
+        #expect(second.headers["set-cookie"] == ["id=2"])
+        #expect(!second.cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
     @Test("A miss goes to the origin and is stored; the next request is a hit with Age, Via and Cache-Status")
     func missThenHit() async throws {
         let origin = try await TestOrigin.start { _ in
@@ -277,5 +299,17 @@ struct ProxyCollapsedTests {
         )
         #expect(origin.requests.count == 1)
         try await proxy.stop()
+    }
+}
+
+/// Counts calls from any thread: 1 for the first.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+
+    func next() -> Int {
+        self.count.withLock { count in
+            count += 1
+            return count
+        }
     }
 }

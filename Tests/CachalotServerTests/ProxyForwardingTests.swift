@@ -42,7 +42,7 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
-    @Test("A client's Forwarded and X-Forwarded-* fields are replaced by the proxy's own")
+    @Test("A client's Forwarded and X-Forwarded-* fields are replaced by the proxy's own, without its Host")
     func untrustedForwarding() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "ok") }
         let proxy = try await ProxyHarness(origin: origin)
@@ -53,13 +53,168 @@ struct ProxyForwardingTests {
             ]
         )
         let sent = try #require(origin.requests.first)
-        #expect(
-            sent.headerFields[values: HTTPField.Name("Forwarded")!] == [
-                "for=127.0.0.1;host=\"127.0.0.1:\(proxy.port)\";proto=http"
-            ]
-        )
+        #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;proto=http"])
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!] == ["127.0.0.1"])
-        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["127.0.0.1:\(proxy.port)"])
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!].isEmpty)
+        try await proxy.stop()
+    }
+
+    @Test("The client's Host is not keyed, so it reaches the origin in no field: the origin sees its own authority")
+    func hostNotForwarded() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=60")], body: request.headerFields[HTTPField.Name("Host")!] ?? "")
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        let first = try await proxy.send("/page", headers: [("Host", "evil.example")])
+        #expect(first.text == "127.0.0.1:\(origin.port)")
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!].isEmpty)
+        let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!].joined(separator: ",")
+        #expect(!forwarded.contains("host="), "\(forwarded)")
+        #expect(!sent.headerFields.contains { $0.value.contains("evil.example") })
+        // The same key whatever the Host: the second client gets the first's answer.
+        let second = try await proxy.send("/page", headers: [("Host", "other.example")])
+        #expect(second.cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test("With keysHost, each host has its own entries, and the origin is told the client's host")
+    func keyedHost() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=60")],
+                body: request.headerFields[HTTPField.Name("Host")!] ?? ""
+            )
+        }
+        let proxy = try await ProxyHarness(origin: origin) { $0.keysHost = true }
+        for host in ["a.example", "B.example:8080"] {
+            let miss = try await proxy.send("/page", headers: [("Host", host)])
+            #expect(miss.text == host.lowercased())
+            #expect(miss.cacheStatus.contains("fwd=uri-miss"))
+        }
+        let hit = try await proxy.send("/page", headers: [("Host", "A.example")])
+        #expect(hit.cacheStatus.contains("hit") && hit.text == "a.example")
+        #expect(origin.requests.count == 2)
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == ["a.example"])
+        let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
+        #expect(forwarded == ["for=127.0.0.1;host=\"a.example\";proto=http"])
+        // A purge names the host whose responses go; the other host's stay.
+        let purged = try await proxy.send("/purge?url=http://a.example/page", method: .POST, admin: true)
+        #expect(purged.status == 200)
+        #expect(try await proxy.send("/page", headers: [("Host", "a.example")]).cacheStatus.contains("fwd=uri-miss"))
+        #expect(try await proxy.send("/page", headers: [("Host", "b.example:8080")]).cacheStatus.contains("hit"))
+        try await proxy.stop()
+    }
+
+    @Test("A trusted proxy's X-Forwarded-Host and Forwarded host= never reach the origin; keyed, the key's host does")
+    func trustedHost() async throws {
+        for keysHost in [false, true] {
+            let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+            let proxy = try await ProxyHarness(origin: origin) {
+                $0.trustedProxies = ["127.0.0.1"]
+                $0.keysHost = keysHost
+            }
+            _ = try await proxy.send(
+                "/h\(keysHost)",
+                headers: [
+                    ("Host", "www.example"), ("X-Forwarded-Host", "evil.example"),
+                    ("Forwarded", "for=203.0.113.9;host=evil.example;proto=https"),
+                ]
+            )
+            let sent = try #require(origin.requests.first)
+            let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
+            #expect(forwarded.first == "for=203.0.113.9;proto=https")
+            #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == (keysHost ? ["www.example"] : []))
+            #expect(!sent.headerFields.contains { $0.value.contains("evil.example") })
+            try await proxy.stop()
+        }
+    }
+
+    @Test("A Host that is not a host and an optional port gets 400, and nothing reaches the origin")
+    func invalidHost() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.keysHost = true }
+        for host in ["a.example/x", "user@a.example", "a example"] {
+            let received = try await RawClient.exchange(
+                "GET /x HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n",
+                port: proxy.port
+            )
+            #expect(RawClient.statuses(in: received) == [400], "\(host)")
+        }
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    /// Fields by which a client could steer what the origin answers under a key that does not
+    /// hold them.
+    static let overrides = [
+        "X-Original-URL", "X-Rewrite-URL", "X-Forwarded-Prefix", "X-Forwarded-Scheme", "X-Forwarded-Port",
+        "X-Forwarded-Server", "X-Host", "X-Original-Host", "X-HTTP-Method-Override", "X-HTTP-Method",
+        "X-Method-Override", "X-Forwarded-Path", "X-Original-URI", "X-Forwarded-SSL", "Front-End-HTTPS",
+    ]
+
+    @Test("Override fields from a client that is not a trusted proxy never reach the origin")
+    func overridesDropped() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/o", headers: Self.overrides.map { ($0, "/admin") })
+        let sent = try #require(origin.requests.first)
+        for name in Self.overrides {
+            #expect(sent.headerFields[values: HTTPField.Name(name)!].isEmpty, "\(name) reached the origin")
+        }
+        try await proxy.stop()
+    }
+
+    @Test("A trusted 127.0.0.1 is trusted as the IPv4-mapped peer ::ffff:127.0.0.1 of a dual-stack listener")
+    func trustedMappedPeer() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.listen = .init(host: "::", port: 0)
+            $0.trustedProxies = ["127.0.0.1"]
+        }
+        _ = try await proxy.send("/t", headers: [("X-Forwarded-For", "203.0.113.9"), ("X-Original-URL", "/kept")])
+        let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!].first == "203.0.113.9")
+        #expect(sent.headerFields[values: HTTPField.Name("X-Original-URL")!] == ["/kept"])
+        try await proxy.stop()
+    }
+
+    @Test("A fragment in the request target is neither keyed nor forwarded")
+    func fragment() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let received = try await RawClient.exchange(
+            "GET /a?q=1#frag HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            port: proxy.port
+        )
+        #expect(RawClient.statuses(in: received) == [200])
+        #expect(origin.requests.map(\.path) == ["/a?q=1"])
+        #expect(try await proxy.send("/a?q=1").cacheStatus.contains("hit"))
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test("An extension method (M-SEARCH) goes to the origin as it is spelt, is not cached, and invalidates")
+    func extensionMethod() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=60")], body: request.method.rawValue)
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        _ = try await proxy.send("/m")
+        #expect(try await proxy.send("/m").cacheStatus.contains("hit"))
+        for _ in 0..<2 {
+            let received = try await RawClient.exchange(
+                "M-SEARCH /m HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                port: proxy.port
+            )
+            #expect(RawClient.statuses(in: received) == [200])
+            #expect(received.hasSuffix("M-SEARCH"), "\(received)")
+        }
+        #expect(origin.requests.map(\.method.rawValue) == ["GET", "M-SEARCH", "M-SEARCH"])
+        // Its 200 invalidated what GET stored (RFC 9111 §4.4).
+        #expect(try await proxy.send("/m").cacheStatus.contains("fwd=uri-miss"))
         try await proxy.stop()
     }
 

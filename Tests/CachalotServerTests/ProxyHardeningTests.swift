@@ -59,6 +59,20 @@ struct ProxyHardeningTests {
         try await proxy.stop()
     }
 
+    @Test("A request line far over every limit (100 KB) gets 414, not 431; long header fields still 431")
+    func hugeRequestLine() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let long = "/" + String(repeating: "a", count: 100_000)
+        let tooLong = try await RawClient.exchange("GET \(long) HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: tooLong) == [414])
+        let field = "X-Long: " + String(repeating: "v", count: 100_000)
+        let large = try await RawClient.exchange("GET /a HTTP/1.1\r\nHost: x\r\n\(field)\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: large) == [431])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
     @Test("A request body over the limit gets 413 and is not forwarded")
     func bodyLimit() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }

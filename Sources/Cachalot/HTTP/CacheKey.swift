@@ -5,15 +5,27 @@ import HTTPTypes
 ///
 /// A response is stored under its URL (RFC 9111 §4), written the same way whatever the
 /// request's spelling: scheme and host in lowercase, a default port dropped, a path that does
-/// not start with `/` (an empty one, say) given one, the query kept whole. A response with
+/// not start with `/` (an empty one, say) given one, the query kept whole. The URL's authority
+/// is the request's `Host` field when it has one that is not empty, else its authority: the
+/// target URI as the origin reconstructs it (RFC 9110 §7.1, §7.2), so that a proxy that sends
+/// one origin the hosts of several sites stores each site apart. A response with
 /// `Vary` is stored under the URL together with the request's values of the fields it names, so
 /// that one URL can hold a variant per value; the URL's own key then holds the names, so that a
 /// later request can build its variant's key.
 public enum CacheKey {
     /// The URL of `request` in the form keys use, or `nil` if it has no scheme or authority.
     public static func url(of request: HTTPRequest) -> String? {
-        guard let scheme = request.scheme, let authority = request.authority else { return nil }
+        guard let scheme = request.scheme, let authority = Self.authority(of: request) else { return nil }
         return Self.normalized(scheme: scheme, authority: authority, path: request.path)
+    }
+
+    /// The authority of `request`'s target URI: its `Host` field if it has one that is not
+    /// empty, else its authority; `nil` with neither.
+    static func authority(of request: HTTPRequest) -> String? {
+        guard let authority = request.authority else { return nil }
+        // Most requests carry no Host: its authority says it.
+        if let host = request.headerFields[Self.host], !host.isEmpty { return host }
+        return authority
     }
 
     /// `url` in the form keys use, or `nil` if it is not absolute.
@@ -111,6 +123,10 @@ public enum CacheKey {
             return offset + bytes.count
         }
     }
+
+    // "Host" is a valid field name, so the initializer cannot fail. (swift-http-types marks its
+    // own `.host` unavailable, for HTTP/2's `:authority`.)
+    private static let host = HTTPField.Name("Host")!
 
     private static func bracketed(_ host: String) -> String {
         host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host

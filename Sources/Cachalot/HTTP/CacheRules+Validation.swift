@@ -33,7 +33,8 @@ extension CacheRules {
     /// `Last-Modified`, differs from the stored one's.
     ///
     /// Each field of the 304 replaces the stored lines of that name, except the hop-by-hop
-    /// fields and `Content-Length`, which describe the 304 itself. The request and response
+    /// fields and `Content-Length`, which describe the 304 itself, and `Set-Cookie` unless
+    /// ``storesResponsesWithSetCookie``. The request and response
     /// times become those of the validation.
     public func freshened(
         _ stored: StoredResponse,
@@ -50,7 +51,10 @@ extension CacheRules {
         }
         var fields = old
         var replaced: Set<HTTPField.Name> = []
-        for field in new where field.name != .contentLength && !replaced.contains(field.name) {
+        for field in new
+        where field.name != .contentLength && !replaced.contains(field.name)
+            && (self.storesResponsesWithSetCookie || field.name != Self.setCookie)
+        {
             fields[values: field.name] = new[values: field.name]
             replaced.insert(field.name)
         }

@@ -26,6 +26,8 @@ import HTTPTypes
 ///   `proxy-revalidate` or `s-maxage`) forbids it (§4.2.4), not even by `stale-if-error`.
 /// - Only `GET` responses are stored, and `206` (partial content) is not, since the cache does
 ///   not combine ranges.
+/// - A shared cache stores no response with `Set-Cookie` unless
+///   ``storesResponsesWithSetCookie`` says so (see there).
 public struct CacheRules: Sendable, Hashable {
     /// Whether the cache is shared between users (a proxy) rather than private to one. Default:
     /// `false`.
@@ -59,6 +61,17 @@ public struct CacheRules: Sendable, Hashable {
     /// See ``mayUseStaleWhenUnreachable(_:for:at:)``.
     public var isStaleIfUnreachableEnabled: Bool
 
+    /// Whether a response with `Set-Cookie` may be stored. Default: `true` for a private cache,
+    /// `false` for a shared one.
+    ///
+    /// RFC 9111 lets a cache store it (§7.3 of RFC 9111 and RFC 6265 §8.5 leave it to the
+    /// origin to say `no-store` or `private`), but an origin that forgets to, on a login page
+    /// say, would have a shared cache hand one user's session to every user; nginx and Varnish
+    /// do not store such responses by default either. The client that asked still gets the
+    /// response with its cookie; the next request goes to the origin. Without it, a 304 that
+    /// carries `Set-Cookie` does not add it to the stored response either.
+    public var storesResponsesWithSetCookie: Bool
+
     /// Rules for a cache private to one user: apps and the command line.
     public static let privateCache = CacheRules(isShared: false)
     /// Rules for a cache shared between users: a proxy.
@@ -72,14 +85,19 @@ public struct CacheRules: Sendable, Hashable {
     ///     first (see ``targetedFields``). Default: none.
     ///   - isStaleIfUnreachableEnabled: Whether a stale response may answer when the origin
     ///     cannot be reached (see ``isStaleIfUnreachableEnabled``). Default: `false`.
+    ///   - storesResponsesWithSetCookie: Whether a response with `Set-Cookie` may be stored (see
+    ///     ``storesResponsesWithSetCookie``). Default: `nil`, which means `true` for a private
+    ///     cache and `false` for a shared one.
     public init(
         isShared: Bool = false,
         targetedFields: [HTTPField.Name] = [],
-        isStaleIfUnreachableEnabled: Bool = false
+        isStaleIfUnreachableEnabled: Bool = false,
+        storesResponsesWithSetCookie: Bool? = nil
     ) {
         self.isShared = isShared
         self.targetedFields = targetedFields
         self.isStaleIfUnreachableEnabled = isStaleIfUnreachableEnabled
+        self.storesResponsesWithSetCookie = storesResponsesWithSetCookie ?? !isShared
     }
 
     // MARK: - Storing (§3)
@@ -100,6 +118,7 @@ public struct CacheRules: Sendable, Hashable {
         if directives.isNoStore && !(directives.mustUnderstand && understandsStatus) { return false }
         if requestDirectives.isNoStore { return false }
         if self.isShared && directives.isPrivate { return false }
+        if !self.storesResponsesWithSetCookie && response.headerFields[Self.setCookie] != nil { return false }
         if self.isShared && request.headerFields[.authorization] != nil
             && !(directives.mustRevalidate || directives.isPublic || directives.sharedMaxAge != nil)
         {
@@ -219,4 +238,6 @@ public struct CacheRules: Sendable, Hashable {
 
     // "Pragma" is a valid field name, so the initializer cannot fail.
     private static let pragma = HTTPField.Name("Pragma")!
+    // "Set-Cookie" too.
+    static let setCookie = HTTPField.Name("Set-Cookie")!
 }

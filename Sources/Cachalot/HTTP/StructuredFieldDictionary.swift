@@ -9,6 +9,10 @@
 /// as a number. Parameters are ignored. A key given twice keeps its first place and its last
 /// value, as RFC 8941 says (Boolean
 /// false as the last value removes it).
+///
+/// A directive whose argument RFC 9213 §2.1 types as an Integer (``integerDirectives``) with a
+/// value of another type (`max-age="60"`, `max-age=1.5`, a bare `max-age`) makes the whole
+/// field invalid, as a parse error does: the cache then falls back to `Cache-Control`.
 struct StructuredFieldDictionary {
     private let bytes: [UInt8]
     private var position = 0
@@ -32,10 +36,13 @@ struct StructuredFieldDictionary {
         return parser.dictionary()
     }
 
+    /// The directives whose argument is an Integer (RFC 9213 §2.1, RFC 9111 §5.2.2, RFC 5861).
+    static let integerDirectives: Set<String> = ["max-age", "s-maxage", "stale-while-revalidate", "stale-if-error"]
+
     /// What a member's value gives the directive.
     private enum Value {
-        /// The directive, with this argument or none.
-        case argument(String?)
+        /// The directive, with this argument or none; whether the value was an Integer.
+        case argument(String?, isInteger: Bool = false)
         /// No directive: Boolean false.
         case omitted
     }
@@ -49,7 +56,7 @@ struct StructuredFieldDictionary {
     }
 
     private mutating func dictionary() -> [(name: String, argument: String?)]? {
-        var members: [(name: String, argument: String?)] = []
+        var members: [(name: String, argument: String?, isInteger: Bool)] = []
         self.skipSpaces()
         guard self.peek != nil else { return nil }
         while true {
@@ -65,13 +72,18 @@ struct StructuredFieldDictionary {
             }
             let index = members.firstIndex { $0.name == name }
             switch (value, index) {
-            case (.argument(let argument), let index?): members[index].argument = argument
-            case (.argument(let argument), nil): members.append((name, argument))
+            case (.argument(let argument, let isInteger), let index?): members[index] = (name, argument, isInteger)
+            case (.argument(let argument, let isInteger), nil): members.append((name, argument, isInteger))
             case (.omitted, let index?): members.remove(at: index)
             case (.omitted, nil): break
             }
             self.skipSpaces(includingTabs: true)
-            guard let byte = self.peek else { return members }
+            guard let byte = self.peek else {
+                guard members.allSatisfy({ $0.isInteger || !Self.integerDirectives.contains($0.name) }) else {
+                    return nil
+                }
+                return members.map { ($0.name, $0.argument) }
+            }
             guard byte == UInt8(ascii: ",") else { return nil }
             self.position += 1
             self.skipSpaces(includingTabs: true)
@@ -95,7 +107,7 @@ struct StructuredFieldDictionary {
         guard let byte = self.peek else { return nil }
         switch byte {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return self.number().map { .argument($0) }
+            return self.number().map { .argument($0, isInteger: !$0.contains(".")) }
         case UInt8(ascii: "\""):
             return self.string().map { .argument($0) }
         case UInt8(ascii: "*"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"):

@@ -52,7 +52,7 @@ struct ResponseKey: Hashable, Sendable {
     /// request has an `http` or `https` URL with an authority.
     init?(of request: HTTPRequest, transform: (@Sendable (String) -> String)? = nil) {
         guard let scheme = request.scheme else { return nil }
-        if transform == nil, let authority = request.authority, let path = request.path,
+        if transform == nil, let authority = CacheKey.authority(of: request), let path = request.path,
             CacheKey.isKeyForm(scheme: scheme, authority: authority, path: path)
         {
             self.init(scheme: scheme == "https" ? .https : .http, authority: authority, rest: path)

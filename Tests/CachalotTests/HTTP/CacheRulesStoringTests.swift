@@ -57,6 +57,44 @@ struct CacheRulesStoringTests {
         #expect(!self.rules.canStore(unknown, for: Messages.request()))
     }
 
+    @Test("Set-Cookie: a private cache stores it, a shared one does not (as nginx and Varnish)")
+    func setCookie() {
+        let response = Messages.response(200, [("Cache-Control", "public, max-age=60"), ("Set-Cookie", "id=1")])
+        #expect(self.rules.canStore(response, for: Messages.request()))
+        #expect(!self.shared.canStore(response, for: Messages.request()))
+        #expect(!CacheRules(isShared: true).canStore(response, for: Messages.request()))
+        // Without it, the same response is stored.
+        var plain = response
+        plain.headerFields[HTTPField.Name("Set-Cookie")!] = nil
+        #expect(self.shared.canStore(plain, for: Messages.request()))
+        // Allowed, a shared cache stores it; refused, a private one does not.
+        let allowing = CacheRules(isShared: true, storesResponsesWithSetCookie: true)
+        #expect(allowing.canStore(response, for: Messages.request()))
+        #expect(!CacheRules(storesResponsesWithSetCookie: false).canStore(response, for: Messages.request()))
+    }
+
+    @Test("a 304's Set-Cookie is not added to the stored response unless the rules store Set-Cookie")
+    func setCookieFreshened() throws {
+        let stored = StoredResponse(
+            request: Messages.request(),
+            response: Messages.response(200, [("Cache-Control", "max-age=60"), ("ETag", "\"a\"")]),
+            requestTime: Messages.start,
+            responseTime: Messages.start
+        )
+        let notModified = Messages.response(304, [("ETag", "\"a\""), ("Set-Cookie", "id=1"), ("X-New", "1")])
+        let setCookie = HTTPField.Name("Set-Cookie")!
+        let freshened = try #require(
+            self.shared.freshened(stored, with: notModified, requestTime: Messages.at(5), responseTime: Messages.at(5))
+        )
+        #expect(freshened.response.headerFields[setCookie] == nil)
+        #expect(freshened.response.headerFields[HTTPField.Name("X-New")!] == "1")
+        let allowing = CacheRules(isShared: true, storesResponsesWithSetCookie: true)
+        let kept = try #require(
+            allowing.freshened(stored, with: notModified, requestTime: Messages.at(5), responseTime: Messages.at(5))
+        )
+        #expect(kept.response.headerFields[setCookie] == "id=1")
+    }
+
     @Test("private: a private cache stores it, a shared one does not")
     func privateDirective() {
         let response = Messages.response(200, [("Cache-Control", "private, max-age=60")])

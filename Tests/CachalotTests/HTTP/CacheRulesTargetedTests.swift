@@ -66,6 +66,16 @@ struct CacheRulesTargetedTests {
         #expect(!self.canStore([("Cache-Control", "no-store"), ("CDN-Cache-Control", value)]))
     }
 
+    @Test(
+        "a targeted field whose numeric directive has another type is ignored whole (cdn-cc-invalid-sh-type-wrong)",
+        arguments: ["max-age=\"10000\"", "max-age", "max-age=10000, s-maxage=tok", "stale-if-error=\"60\", max-age=60"]
+    )
+    func wrongType(value: String) {
+        #expect(!self.canStore([("Cache-Control", "no-store"), ("CDN-Cache-Control", value)]))
+        let pairs = [("Cache-Control", "max-age=10"), ("CDN-Cache-Control", value)]
+        #expect(self.stored(pairs).freshnessLifetime(isShared: true) == 10)
+    }
+
     @Test("the first field of the target list with a valid value wins")
     func order() {
         let both = [("CDN-Cache-Control", "max-age=60"), ("Cachalot-Cache-Control", "max-age=30")]
@@ -102,9 +112,9 @@ struct CacheRulesTargetedTests {
         let noCache = self.stored([("Cache-Control", "max-age=60"), ("CDN-Cache-Control", "no-cache, max-age=60")])
         #expect(self.rules.decision(for: Messages.request(), stored: noCache, at: Messages.at(1)) == .validate)
         #expect(noCache.cacheControl.isNoCache)
-        // A decimal is not coerced: the response is stale at once.
+        // A decimal is not coerced: it is the wrong type, and the field is ignored whole.
         let decimal = self.stored([("Cache-Control", "max-age=60"), ("CDN-Cache-Control", "max-age=1.5")])
-        #expect(decimal.freshnessLifetime(isShared: true) == 0)
+        #expect(decimal.freshnessLifetime(isShared: true) == 60)
         // must-revalidate forbids stale answers, even on an origin error.
         let mustRevalidate = self.stored([
             ("Cache-Control", "max-age=1, stale-if-error=600"), ("CDN-Cache-Control", "max-age=1, must-revalidate"),
