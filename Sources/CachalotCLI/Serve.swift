@@ -24,7 +24,8 @@ struct Serve: AsyncParsableCommand {
             Every option can also come from an environment variable, which keeps secrets such as \
             --admin-token off the command line; an option given on the command line wins, and an \
             empty variable counts as unset. The variables: \(Self.environment.help). A flag's \
-            variable is 1 or 0. Each request is logged on standard error (-q: warnings only). \
+            variable is 1 or 0. Each request is logged on standard error (--access-log; -q: none, \
+            unless --access-log is given, and other messages at warning and above only). \
             SIGTERM or SIGINT stops accepting, lets requests in flight finish, writes what is \
             pending to disk, and exits 0. See docs/serve.md.
 
@@ -46,6 +47,8 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_MEMORY", "--memory"),
             .init("CACHALOT_TRUSTED_PROXIES", "--trusted-proxy", .list(separator: ",")),
             .init("CACHALOT_TIMEOUT", "--timeout"),
+            .init("CACHALOT_REQUEST_BODY_TIMEOUT", "--request-body-timeout"),
+            .init("CACHALOT_ACCESS_LOG", "--access-log"),
             .init("CACHALOT_IGNORE_TARGETED_CACHE_CONTROL", "--ignore-targeted-cache-control", .flag),
             .init("CACHALOT_STALE_IF_UNREACHABLE", "--stale-if-unreachable", .flag),
             .init("CACHALOT_IMAGES", "--images", .flag),
@@ -89,6 +92,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Seconds to wait for the origin's answer to begin, and at most between two pieces of its body.")
     var timeout: Double = 30
+
+    @Option(
+        name: .customLong("request-body-timeout"),
+        help: "Seconds a client may take between two pieces of a request body before it gets 408 (default: 60)."
+    )
+    var requestBodyTimeout: Double = 60
+
+    @Option(
+        name: .customLong("access-log"),
+        help: "The access log's format on standard error: text, json or off (default: text; off with -q)."
+    )
+    var accessLog: String?
 
     @Flag(
         name: .customLong("ignore-targeted-cache-control"),
@@ -171,8 +186,31 @@ struct Serve: AsyncParsableCommand {
         return bytes
     }
 
+    /// The access log that `--access-log` (`name`) and `-q` (`quiet`) ask for: text unless told
+    /// otherwise, none with `-q` unless `--access-log` (or its variable) names a format.
+    static func accessLog(named name: String?, quiet: Bool) throws -> AccessLog? {
+        switch name {
+        case nil:
+            return quiet ? nil : AccessLog(format: .text)
+        case "off"?:
+            return nil
+        case let name?:
+            guard let format = AccessLog.Format(name) else {
+                throw ValidationError(
+                    "--access-log (or CACHALOT_ACCESS_LOG) must be text, json or off; \(name) is not."
+                )
+            }
+            return AccessLog(format: format)
+        }
+    }
+
     func run() async throws {
         try GlobalOptions.validateTimeout(self.timeout)
+        guard self.requestBodyTimeout.isFinite, self.requestBodyTimeout >= 0.001, self.requestBodyTimeout <= 604_800
+        else {
+            throw ValidationError("--request-body-timeout must be a number of seconds from 0.001 to 604800 (a week).")
+        }
+        let accessLog = try Self.accessLog(named: self.accessLog, quiet: self.options.quiet)
         guard !self.options.offline else {
             throw ValidationError("--offline is for get, prefetch and image: serve forwards every miss to the origin.")
         }
@@ -219,6 +257,8 @@ struct Serve: AsyncParsableCommand {
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
         loaderConfiguration.maximumConnectionsPerHost = 256
         let timeout = Duration.milliseconds(Int64(self.timeout * 1_000))
+        var limits = CacheServer.Limits()
+        limits.requestBodyTimeout = .milliseconds(Int64(self.requestBodyTimeout * 1_000))
         // An origin that refuses the connection is answered with 502 at once, not retried until the timeout.
         var clientConfiguration = AsyncHTTPClientTransport.clientConfiguration(idleTimeout: timeout)
         clientConfiguration.connectionPool.retryConnectionEstablishment = false
@@ -245,9 +285,11 @@ struct Serve: AsyncParsableCommand {
                             admin: adminAddress,
                             adminToken: self.adminToken,
                             trustedProxies: trusted,
+                            limits: limits,
                             metrics: metrics,
                             metricsText: metricsText,
-                            images: images
+                            images: images,
+                            accessLog: accessLog
                         ),
                         loader: loader,
                         logger: logger
