@@ -156,7 +156,8 @@ public final class CacheServer: Service, Sendable {
     /// Binds the proxy's listener, then the admin's, and publishes their ``addresses``. On
     /// graceful shutdown (a `ServiceGroup`'s `SIGTERM`, say) it stops accepting, lets requests in
     /// flight and the loader's background work finish for at most
-    /// ``Limits/shutdownGracePeriod``, then closes the rest and returns.
+    /// ``Limits/shutdownGracePeriod``, then closes the rest, writes the lines the
+    /// ``Configuration/accessLog`` still holds, and returns.
     ///
     /// - Throws: The error that kept a listener from binding (such as NIO's `IOError` when the
     ///   address is in use or the host cannot be resolved; the proxy's port is closed again if the
@@ -171,7 +172,9 @@ public final class CacheServer: Service, Sendable {
             await self.accessLog?.finish()
             throw error
         }
+        // The access log's last lines go before the last line of the ordinary log.
         await self.accessLog?.finish()
+        self.logger.info("Stopped")
     }
 
     /// ``run()`` but for the access log's writer.
@@ -234,7 +237,6 @@ public final class CacheServer: Service, Sendable {
         await self.images?.1.waitForBackgroundWork()
         await self.loader.waitForBackgroundWork()
         self.state.withLock { $0.deadline }?.cancel()
-        self.logger.info("Stopped")
     }
 
     typealias Listener = NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
