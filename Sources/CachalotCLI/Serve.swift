@@ -95,13 +95,19 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("request-body-timeout"),
-        help: "Seconds a client may take between two pieces of a request body before it gets 408 (default: 60)."
+        help: ArgumentHelp(
+            "Seconds a client may take between two pieces of a request body before it gets 408.",
+            valueName: "seconds"
+        )
     )
     var requestBodyTimeout: Double = 60
 
     @Option(
         name: .customLong("access-log"),
-        help: "The access log's format on standard error: text, json or off (default: text; off with -q)."
+        help: ArgumentHelp(
+            "The access log's format on standard error: text, json or off (default: text; off with -q).",
+            valueName: "format"
+        )
     )
     var accessLog: String?
 

@@ -83,8 +83,8 @@ public final class CacheServer: Service, Sendable {
     ///   - loader: The loader that answers requests. Give it `CacheRules.sharedCache` rules
     ///     and no redirects to follow (`maximumRedirects: 0`): a proxy relays redirects.
     ///   - group: The event loops that serve connections. Default: NIO's shared ones.
-    ///   - logger: Where the server logs: its start and stop, and each connection it closes for a
-    ///     timeout, at info; dropped access log lines at warning; errors and internals at debug.
+    ///   - logger: Where the server logs: its start and stop, and each client it closes for not
+    ///     reading, at info; dropped access log lines at warning; errors and internals at debug.
     ///     Requests go to ``Configuration/accessLog``, not here.
     /// - Throws: ``ServerError`` if the configuration cannot work (an origin that is not an
     ///   `http` or `https` URL with a host and no query, a name that is not an HTTP token, an empty
@@ -272,8 +272,25 @@ public final class CacheServer: Service, Sendable {
                     )
                     try pipeline.addHandler(ProtocolErrorResponder())
                     try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
+                    // The proxy's 408s go to the access log; the admin listener's requests are not logged.
+                    let onBodyTimeout = immediate.map { _ in
+                        { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
+                            self.log(
+                                ServerRequest(head: head, remote: remote),
+                                status: 408,
+                                cacheStatus: "request-timeout",
+                                bytes: 0,
+                                since: .now - .nanoseconds(elapsed.nanoseconds)
+                            )
+                        }
+                    }
                     try pipeline.addHandler(
-                        RequestBodyTimer(idle: bodyTimeout, total: bodyTotalTimeout, logger: self.logger)
+                        RequestBodyTimer(
+                            idle: bodyTimeout,
+                            total: bodyTotalTimeout,
+                            logger: self.logger,
+                            onTimeout: onBodyTimeout
+                        )
                     )
                     if let immediate {
                         try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))

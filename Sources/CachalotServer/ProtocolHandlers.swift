@@ -122,7 +122,8 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
 /// within `total` of the head.
 ///
 /// Once it has expired, nothing more of the connection's input goes on: the connection's task
-/// sees its input end before the request's end, and forwards nothing. A request without a body
+/// sees its input end before the request's end, and forwards nothing. `onTimeout` is told of the
+/// request (for the access log), on the event loop: it must not wait. A request without a body
 /// (its head and end come in one read) arms no timer. Like ``RequestHeadTimer``, each piece
 /// only moves the deadline; one timer checks it when it is due.
 final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
@@ -134,6 +135,9 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     private let idle: TimeAmount
     private let total: TimeAmount
     private let logger: Logger
+    private let onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+    /// The request whose body is awaited.
+    private var head: HTTPRequestHead?
     /// When the connection closes unless the next piece comes; `nil` but between a head and its end.
     private var deadline: NIODeadline?
     /// When the connection closes unless the body's end comes.
@@ -143,22 +147,30 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     private var isResponding = false
     private var hasExpired = false
 
-    init(idle: TimeAmount, total: TimeAmount, logger: Logger) {
+    init(
+        idle: TimeAmount,
+        total: TimeAmount,
+        logger: Logger,
+        onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+    ) {
         self.idle = idle
         self.total = total
         self.logger = logger
+        self.onTimeout = onTimeout
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.hasExpired else { return }
         switch Self.unwrapInboundIn(data) {
-        case .head:
+        case .head(let head):
             let now = NIODeadline.now()
+            self.head = head
             self.totalDeadline = now + self.total
             self.deadline = min(now + self.idle, self.totalDeadline)
         case .body:
             if self.deadline != nil { self.deadline = min(.now() + self.idle, self.totalDeadline) }
         case .end:
+            self.head = nil
             self.deadline = nil
         }
         context.fireChannelRead(data)
@@ -203,10 +215,14 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     private func expire(_ context: ChannelHandlerContext) {
         self.hasExpired = true
         self.deadline = nil
-        self.logger.info(
+        // Not at info: the ordinary log is written where it is called, here on the event loop.
+        self.logger.debug(
             "Closed a connection whose client did not send its request body in time",
             metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
         )
+        if let head = self.head, !self.isResponding {
+            self.onTimeout?(head, context.channel.remoteAddress, .now() - (self.totalDeadline - self.total))
+        }
         guard !self.isResponding else {
             context.close(promise: nil)
             return
@@ -224,6 +240,7 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
         self.timer?.cancel()
         self.timer = nil
         self.deadline = nil
+        self.head = nil
     }
 }
 

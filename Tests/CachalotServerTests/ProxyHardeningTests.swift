@@ -121,12 +121,19 @@ struct ProxyHardeningTests {
     func requestBodyTimeout(framing: String) async throws {
         let text = try #require(Self.unfinishedBodies.first { $0.0 == framing }?.1)
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }
-        let proxy = try await ProxyHarness(origin: origin) { $0.limits.requestBodyTimeout = .milliseconds(200) }
+        let log = AccessLogOutput()
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.requestBodyTimeout = .milliseconds(200)
+            $0.accessLog = log.accessLog(.text)
+        }
         // The read ends only because the server closes.
         let received = try await RawClient.exchange(text, port: proxy.port)
         #expect(RawClient.statuses(in: received) == [408])
         #expect(origin.requests.isEmpty)
         try await proxy.stop()
+        #expect(log.lines.count == 1)
+        #expect(log.lines.first?.contains(" 127.0.0.1 POST /a 408 bytes=0 ms=") == true, "\(log.lines)")
+        #expect(log.lines.first?.hasSuffix(" cache=request-timeout") == true)
     }
 
     @Test(
