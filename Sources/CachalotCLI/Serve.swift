@@ -23,7 +23,8 @@ struct Serve: AsyncParsableCommand {
             Every option can also come from an environment variable, which keeps secrets such as \
             --admin-token off the command line; an option given on the command line wins, and an \
             empty variable counts as unset. The variables: \(Self.environment.help). A flag's \
-            variable is 1 or 0. Each request is logged on standard error (-q: warnings only). \
+            variable is 1 or 0. Each request is logged on standard error (--access-log; -q: none, \
+            unless --access-log is given, and other messages at warning and above only). \
             SIGTERM or SIGINT stops accepting, lets requests in flight finish, writes what is \
             pending to disk, and exits 0. See docs/serve.md.
 
@@ -49,6 +50,8 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_TIMEOUT", "--timeout"),
             .init("CACHALOT_CONNECT_TIMEOUT", "--connect-timeout"),
             .init("CACHALOT_IDLE_TIMEOUT", "--idle-timeout"),
+            .init("CACHALOT_REQUEST_BODY_TIMEOUT", "--request-body-timeout"),
+            .init("CACHALOT_ACCESS_LOG", "--access-log"),
             .init("CACHALOT_IGNORE_TARGETED_CACHE_CONTROL", "--ignore-targeted-cache-control", .flag),
             .init("CACHALOT_STALE_IF_UNREACHABLE", "--stale-if-unreachable", .flag),
             .init("CACHALOT_IMAGES", "--images", .flag),
@@ -114,6 +117,24 @@ struct Serve: AsyncParsableCommand {
         help: "Seconds the origin may send nothing while more of its body is owed (default: --timeout's)."
     )
     var idleTimeout: Double?
+
+    @Option(
+        name: .customLong("request-body-timeout"),
+        help: ArgumentHelp(
+            "Seconds a client may take between two pieces of a request body before it gets 408.",
+            valueName: "seconds"
+        )
+    )
+    var requestBodyTimeout: Double = 60
+
+    @Option(
+        name: .customLong("access-log"),
+        help: ArgumentHelp(
+            "The access log's format on standard error: text, json or off (default: text; off with -q).",
+            valueName: "format"
+        )
+    )
+    var accessLog: String?
 
     @Flag(
         name: .customLong("ignore-targeted-cache-control"),
@@ -196,10 +217,33 @@ struct Serve: AsyncParsableCommand {
         return bytes
     }
 
+    /// The access log that `--access-log` (`name`) and `-q` (`quiet`) ask for: text unless told
+    /// otherwise, none with `-q` unless `--access-log` (or its variable) names a format.
+    static func accessLog(named name: String?, quiet: Bool) throws -> AccessLog? {
+        switch name {
+        case nil:
+            return quiet ? nil : AccessLog(format: .text)
+        case "off"?:
+            return nil
+        case let name?:
+            guard let format = AccessLog.Format(name) else {
+                throw ValidationError(
+                    "--access-log (or CACHALOT_ACCESS_LOG) must be text, json or off; \(name) is not."
+                )
+            }
+            return AccessLog(format: format)
+        }
+    }
+
     func run() async throws {
         for timeout in [self.timeout, self.connectTimeout, self.idleTimeout ?? self.timeout] {
             try GlobalOptions.validateTimeout(timeout)
         }
+        guard self.requestBodyTimeout.isFinite, self.requestBodyTimeout >= 0.001, self.requestBodyTimeout <= 604_800
+        else {
+            throw ValidationError("--request-body-timeout must be a number of seconds from 0.001 to 604800 (a week).")
+        }
+        let accessLog = try Self.accessLog(named: self.accessLog, quiet: self.options.quiet)
         guard !self.options.offline else {
             throw ValidationError("--offline is for get, prefetch and image: serve forwards every miss to the origin.")
         }
@@ -254,6 +298,8 @@ struct Serve: AsyncParsableCommand {
             )
         )
         defer { transport.shutDown() }
+        var limits = CacheServer.Limits()
+        limits.requestBodyTimeout = .milliseconds(Int64(self.requestBodyTimeout * 1_000))
         let sharedMetrics = MetricsConfiguration(label: "cachalot_shared", factory: metrics.factory)
         // The shared tier runs for as long as the server, and stops after its last write.
         try await self.shared.withTier(logger: logger, metrics: sharedMetrics) { sharedTier in
@@ -274,9 +320,11 @@ struct Serve: AsyncParsableCommand {
                         adminToken: self.adminToken,
                         trustedProxies: trusted,
                         keysHost: self.keysHost,
+                        limits: limits,
                         metrics: metrics,
                         metricsText: metricsText,
-                        images: images
+                        images: images,
+                        accessLog: accessLog
                     ),
                     loader: loader,
                     logger: logger

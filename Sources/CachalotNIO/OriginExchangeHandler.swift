@@ -68,6 +68,8 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     private var idleTimer: Scheduled<Void>?
     /// Called on the event loop when an exchange ended and the connection can take another.
     var onReusable: (() -> Void)?
+    /// The error that closed the connection between exchanges, such as a failed TLS handshake.
+    private var idleError: (any Error)?
 
     /// Whether the connection can take an exchange now.
     var isIdle: Bool {
@@ -104,7 +106,18 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     ) -> Int {
         self.exchangeNumber += 1
         guard case .idle = self.state, let context = self.context, context.channel.isActive else {
-            delegate.exchangeDidFail(Self.stale("The pooled connection to the origin was closed."))
+            if self.exchangeNumber == 1, let error = self.idleError {
+                // A new connection that failed before its first request: TLS, most likely.
+                delegate.exchangeDidFail(
+                    HTTPTransportError(
+                        .connectFailed,
+                        "The connection to the origin failed before the request: \(error).",
+                        underlying: error
+                    )
+                )
+            } else {
+                delegate.exchangeDidFail(Self.stale("The kept connection to the origin was closed."))
+            }
             return self.exchangeNumber
         }
         self.state = .awaitingHead(delegate)
@@ -212,6 +225,7 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .idle = self.state { self.idleError = error }
         let code: HTTPTransportError.Code =
             error is HTTPParserError || error is NIOHTTPDecoderError ? .invalidResponse : .connectionClosed
         if !self.hasReceived, code == .connectionClosed, case .awaitingHead = self.state {

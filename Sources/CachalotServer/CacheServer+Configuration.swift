@@ -62,6 +62,9 @@ extension CacheServer {
         /// The image endpoint, which answers the paths under its prefix with resized images;
         /// `nil` for none (those paths go to the origin like any other). Default: `nil`.
         public var images: ImageEndpoint?
+        /// The access log, a line for each request the proxy's listener answers, written off the
+        /// event loops; `nil` for none. Default: `nil`.
+        public var accessLog: AccessLog?
 
         /// Creates a configuration; each parameter sets the property of the same name.
         ///
@@ -77,6 +80,7 @@ extension CacheServer {
         ///   - metrics: Where the counters go. Default: `nil`, nowhere.
         ///   - metricsText: What the admin listener's `/metrics` answers. Default: `nil`, 404.
         ///   - images: The image endpoint. Default: `nil`, none.
+        ///   - accessLog: The access log. Default: `nil`, none.
         public init(
             origin: URL,
             listen: Address = Address(host: "127.0.0.1", port: 8080),
@@ -88,7 +92,8 @@ extension CacheServer {
             limits: Limits = Limits(),
             metrics: MetricsConfiguration? = nil,
             metricsText: (@Sendable () -> String)? = nil,
-            images: ImageEndpoint? = nil
+            images: ImageEndpoint? = nil,
+            accessLog: AccessLog? = nil
         ) {
             self.origin = origin
             self.listen = listen
@@ -101,6 +106,7 @@ extension CacheServer {
             self.metrics = metrics
             self.metricsText = metricsText
             self.images = images
+            self.accessLog = accessLog
         }
 
         /// Throws ``ServerError`` if the configuration cannot work.
@@ -120,6 +126,7 @@ extension CacheServer {
             }
             try self.limits.validate()
             try self.images?.validate()
+            try self.accessLog?.validate()
         }
 
         private static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -175,13 +182,20 @@ extension CacheServer {
     /// The limits one client meets.
     ///
     /// Each has a default; ``CacheServer/init(configuration:loader:group:logger:)`` throws a
-    /// ``ServerError`` if ``maximumConnections`` is less than 1, ``maximumRequestLine`` less than
-    /// 64, ``maximumHeaderBytes`` less than 256, ``maximumRequestBody`` negative, a timeout not
-    /// positive, or ``shutdownGracePeriod`` negative.
+    /// ``ServerError`` if ``maximumConnections`` or ``maximumAdminConnections`` is less than 1,
+    /// ``maximumRequestLine`` less than 64, ``maximumHeaderBytes`` less than 256,
+    /// ``maximumRequestBody`` negative, a timeout not positive, or ``shutdownGracePeriod``
+    /// negative.
     public struct Limits: Sendable, Hashable {
-        /// The most connections open at once; further ones are closed as they arrive.
-        /// Default: 1,024.
+        /// The most connections open at once on the proxy's listener. At the limit, a new
+        /// connection is admitted in place of the one idle the longest (waiting for a request,
+        /// between keep-alive requests or since it opened), which is closed; only when every
+        /// connection is answering a request is the new one closed as it arrives. Default: 1,024.
         public var maximumConnections: Int
+        /// The most connections open at once on the admin listener, counted apart from the
+        /// proxy's, so that `/healthz` and purges answer while the proxy's listener is full; past
+        /// it, as for ``maximumConnections``. Default: 64.
+        public var maximumAdminConnections: Int
         /// The longest request line (method, target, version); longer gets 414, however long.
         /// Default: 8 KiB.
         public var maximumRequestLine: Int
@@ -194,6 +208,17 @@ extension CacheServer {
         /// connection opened or its previous response was sent: a connection idle or
         /// trickling longer is closed. Default: 30 seconds.
         public var requestHeadTimeout: Duration
+        /// How long a client may take, once its request head is read, to send the next piece of
+        /// the request's body (nginx's `client_body_timeout`): a client silent longer is answered
+        /// 408 and disconnected, and nothing of the request is forwarded. Default: 60 seconds.
+        public var requestBodyTimeout: Duration
+        /// How long a client may take to send a whole request body, from the end of its head,
+        /// however steadily it sends: a body that takes longer is answered 408 and the
+        /// connection closed, and nothing of the request is forwarded. It bounds how long a
+        /// client trickling a body (a byte within each ``requestBodyTimeout``) holds a connection
+        /// that, busy, is never closed to admit another. Default: 10 minutes, time for the
+        /// largest body (``maximumRequestBody``) at 28 KB/s.
+        public var requestBodyTotalTimeout: Duration
         /// How long a response may wait for its client to take any of it (to read from its
         /// connection): a client that stops reading longer is disconnected. Default: 60 seconds,
         /// nginx's `send_timeout`.
@@ -206,34 +231,47 @@ extension CacheServer {
         ///
         /// - Parameters:
         ///   - maximumConnections: The most connections open at once. Default: 1,024.
+        ///   - maximumAdminConnections: The most connections open at once on the admin listener.
+        ///     Default: 64.
         ///   - maximumRequestLine: The longest request line, in bytes. Default: 8 KiB.
         ///   - maximumHeaderBytes: The most bytes of header fields. Default: 32 KiB.
         ///   - maximumRequestBody: The largest request body forwarded, in bytes. Default: 16 MiB.
         ///   - requestHeadTimeout: How long a client may take to send a request head. Default: 30 seconds.
+        ///   - requestBodyTimeout: How long a client may take between two pieces of a request body.
+        ///     Default: 60 seconds.
+        ///   - requestBodyTotalTimeout: How long a client may take to send a whole request body.
+        ///     Default: 10 minutes.
         ///   - sendTimeout: How long a response may wait for its client to read. Default: 60 seconds.
         ///   - shutdownGracePeriod: How long requests in flight go on after shutdown began.
         ///     Default: 10 seconds.
         public init(
             maximumConnections: Int = 1_024,
+            maximumAdminConnections: Int = 64,
             maximumRequestLine: Int = 8 << 10,
             maximumHeaderBytes: Int = 32 << 10,
             maximumRequestBody: Int = 16 << 20,
             requestHeadTimeout: Duration = .seconds(30),
+            requestBodyTimeout: Duration = .seconds(60),
+            requestBodyTotalTimeout: Duration = .seconds(600),
             sendTimeout: Duration = .seconds(60),
             shutdownGracePeriod: Duration = .seconds(10)
         ) {
             self.maximumConnections = maximumConnections
+            self.maximumAdminConnections = maximumAdminConnections
             self.maximumRequestLine = maximumRequestLine
             self.maximumHeaderBytes = maximumHeaderBytes
             self.maximumRequestBody = maximumRequestBody
             self.requestHeadTimeout = requestHeadTimeout
+            self.requestBodyTimeout = requestBodyTimeout
+            self.requestBodyTotalTimeout = requestBodyTotalTimeout
             self.sendTimeout = sendTimeout
             self.shutdownGracePeriod = shutdownGracePeriod
         }
 
         func validate() throws(ServerError) {
-            guard self.maximumConnections > 0, self.maximumRequestLine >= 64, self.maximumHeaderBytes >= 256,
-                self.maximumRequestBody >= 0, self.requestHeadTimeout > .zero, self.sendTimeout > .zero,
+            guard self.maximumConnections > 0, self.maximumAdminConnections > 0, self.maximumRequestLine >= 64,
+                self.maximumHeaderBytes >= 256, self.maximumRequestBody >= 0, self.requestHeadTimeout > .zero,
+                self.requestBodyTimeout > .zero, self.requestBodyTotalTimeout > .zero, self.sendTimeout > .zero,
                 self.shutdownGracePeriod >= .zero
             else {
                 throw ServerError(

@@ -40,8 +40,13 @@ public final class CacheServer: Service, Sendable {
     public let configuration: Configuration
     let loader: ResourceLoader
     let logger: Logger
+    /// The proxy listener's connections.
     let connections: ConnectionRegistry
+    /// The admin listener's connections, counted apart.
+    let adminConnections: ConnectionRegistry
     let metrics: ServerMetrics?
+    /// Writes the access log; `nil` without one.
+    let accessLog: AccessLogWriter?
     /// The image endpoint and the pipeline that makes its images, over ``loader``.
     let images: (ImageEndpoint, ImagePipeline)?
     private let group: any EventLoopGroup
@@ -78,8 +83,9 @@ public final class CacheServer: Service, Sendable {
     ///   - loader: The loader that answers requests. Give it `CacheRules.sharedCache` rules
     ///     and no redirects to follow (`maximumRedirects: 0`): a proxy relays redirects.
     ///   - group: The event loops that serve connections. Default: NIO's shared ones.
-    ///   - logger: Where the server logs: each request at info level (an access log), errors
-    ///     and internals at debug.
+    ///   - logger: Where the server logs: its start and stop, and each client it closes for not
+    ///     reading, at info; dropped access log lines at warning; errors and internals at debug.
+    ///     Requests go to ``Configuration/accessLog``, not here.
     /// - Throws: ``ServerError`` if the configuration cannot work (an origin that is not an
     ///   `http` or `https` URL with a host and no query, a name that is not an HTTP token, an empty
     ///   or non-ASCII admin token, a limit out of range, an image endpoint whose prefix, key or
@@ -99,7 +105,12 @@ public final class CacheServer: Service, Sendable {
         self.group = group
         self.logger = logger
         self.connections = ConnectionRegistry(limit: configuration.limits.maximumConnections)
-        self.metrics = configuration.metrics.map(ServerMetrics.init)
+        self.adminConnections = ConnectionRegistry(limit: configuration.limits.maximumAdminConnections)
+        let metrics = configuration.metrics.map(ServerMetrics.init)
+        self.metrics = metrics
+        self.accessLog = configuration.accessLog.map { accessLog in
+            AccessLogWriter(accessLog, logger: logger) { metrics?.accessLogDropped(lines: $0) }
+        }
         if let endpoint = configuration.images {
             do {
                 let pipeline = try ImagePipeline(
@@ -145,7 +156,8 @@ public final class CacheServer: Service, Sendable {
     /// Binds the proxy's listener, then the admin's, and publishes their ``addresses``. On
     /// graceful shutdown (a `ServiceGroup`'s `SIGTERM`, say) it stops accepting, lets requests in
     /// flight and the loader's background work finish for at most
-    /// ``Limits/shutdownGracePeriod``, then closes the rest and returns.
+    /// ``Limits/shutdownGracePeriod``, then closes the rest, writes the lines the
+    /// ``Configuration/accessLog`` still holds, and returns.
     ///
     /// - Throws: The error that kept a listener from binding (such as NIO's `IOError` when the
     ///   address is in use or the host cannot be resolved; the proxy's port is closed again if the
@@ -153,6 +165,20 @@ public final class CacheServer: Service, Sendable {
     ///   Once listening, it returns without throwing when shut down, and throws only if
     ///   accepting connections fails.
     public func run() async throws {
+        self.accessLog?.start()
+        do {
+            try await self.listenAndServe()
+        } catch {
+            await self.accessLog?.finish()
+            throw error
+        }
+        // The access log's last lines go before the last line of the ordinary log.
+        await self.accessLog?.finish()
+        self.logger.info("Stopped")
+    }
+
+    /// ``run()`` but for the access log's writer.
+    private func listenAndServe() async throws {
         let proxy = ProxyResponder(server: self)
         let listeners: (proxy: Listener, admin: Listener?)
         var proxyListener: Listener?
@@ -160,7 +186,9 @@ public final class CacheServer: Service, Sendable {
             let bound = try await self.bind(self.configuration.listen, answeringAtOnce: proxy)
             proxyListener = bound
             var adminListener: Listener?
-            if let admin = self.configuration.admin { adminListener = try await self.bind(admin, answeringAtOnce: nil) }
+            if let admin = self.configuration.admin {
+                adminListener = try await self.bind(admin, answeringAtOnce: nil)
+            }
             listeners = (bound, adminListener)
         } catch {
             // The proxy's port, if it was bound, is not left open when the admin's cannot be.
@@ -183,19 +211,23 @@ public final class CacheServer: Service, Sendable {
         self.logger.info("Listening", metadata: metadata)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await self.accept(listeners.proxy, with: proxy) }
+                group.addTask { try await self.accept(listeners.proxy, into: self.connections, with: proxy) }
                 if let admin = listeners.admin {
-                    group.addTask { try await self.accept(admin, with: AdminResponder(server: self)) }
+                    group.addTask {
+                        try await self.accept(admin, into: self.adminConnections, with: AdminResponder(server: self))
+                    }
                 }
             }
         } onGracefulShutdown: {
             self.logger.info("Shutting down: no new connections; finishing requests in flight")
             for channel in all { channel.close(promise: nil) }
             self.connections.shutDown()
+            self.adminConnections.shutDown()
             let grace = TimeAmount(self.configuration.limits.shutdownGracePeriod)
             let deadline = all[0].eventLoop.scheduleTask(in: grace) {
-                [connections = self.connections, loader = self.loader] in
+                [connections = self.connections, adminConnections = self.adminConnections, loader = self.loader] in
                 connections.closeAll()
+                adminConnections.closeAll()
                 loader.cancelBackgroundWork()
             }
             self.state.withLock { $0.deadline = deadline }
@@ -205,7 +237,6 @@ public final class CacheServer: Service, Sendable {
         await self.images?.1.waitForBackgroundWork()
         await self.loader.waitForBackgroundWork()
         self.state.withLock { $0.deadline }?.cancel()
-        self.logger.info("Stopped")
     }
 
     typealias Listener = NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
@@ -221,6 +252,8 @@ public final class CacheServer: Service, Sendable {
         limitConfiguration.maxHeaderListSize = limits.maximumHeaderBytes + limits.maximumRequestLine
         let decoderLimits = limitConfiguration
         let headTimeout = TimeAmount(limits.requestHeadTimeout)
+        let bodyTimeout = TimeAmount(limits.requestBodyTimeout)
+        let bodyTotalTimeout = TimeAmount(limits.requestBodyTotalTimeout)
         let sendTimeout = TimeAmount(limits.sendTimeout)
         return try await ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 256)
@@ -242,6 +275,26 @@ public final class CacheServer: Service, Sendable {
                     )
                     try pipeline.addHandler(ProtocolErrorResponder(requestLines: requestLines))
                     try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
+                    // The proxy's 408s go to the access log; the admin listener's requests are not logged.
+                    let onBodyTimeout = immediate.map { _ in
+                        { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
+                            self.log(
+                                ServerRequest(head: head, remote: remote),
+                                status: 408,
+                                cacheStatus: "request-timeout",
+                                bytes: 0,
+                                since: .now - .nanoseconds(elapsed.nanoseconds)
+                            )
+                        }
+                    }
+                    try pipeline.addHandler(
+                        RequestBodyTimer(
+                            idle: bodyTimeout,
+                            total: bodyTotalTimeout,
+                            logger: self.logger,
+                            onTimeout: onBodyTimeout
+                        )
+                    )
                     if let immediate {
                         try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
                     }
@@ -252,16 +305,20 @@ public final class CacheServer: Service, Sendable {
             }
     }
 
-    private func accept(_ listener: Listener, with responder: some Responder) async throws {
+    private func accept(
+        _ listener: Listener,
+        into connections: ConnectionRegistry,
+        with responder: some Responder
+    ) async throws {
         try await listener.executeThenClose { inbound in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await connection in inbound {
-                    guard self.connections.admit(connection.channel) else {
-                        // At the limit, or shutting down: closed at once, as its owner must.
+                    guard connections.admit(connection.channel) else {
+                        // Every connection busy, or shutting down: closed at once, as its owner must.
                         group.addTask { try? await connection.executeThenClose { _, _ in } }
                         continue
                     }
-                    group.addTask { await self.serve(connection, with: responder) }
+                    group.addTask { await self.serve(connection, in: connections, with: responder) }
                 }
             }
         }
@@ -287,23 +344,29 @@ public final class CacheServer: Service, Sendable {
 }
 
 extension CacheServer {
-    /// Logs a request at info level: the access log.
+    /// Adds a request's line to the access log, if there is one; the line is written later, off
+    /// the event loop.
     func log(
-        _ head: HTTPRequestHead,
+        _ request: ServerRequest,
         status: Int,
         cacheStatus: String,
         bytes: Int,
         since start: ContinuousClock.Instant
     ) {
+        guard let accessLog = self.accessLog else { return }
         let elapsed = ContinuousClock.now - start
-        self.logger.info(
-            "\(head.method.spelling) \(head.uri) \(status)",
-            metadata: [
-                "cache": "\(cacheStatus)",
-                "bytes": "\(bytes)",
-                "ms":
-                    "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1_000 + Double(elapsed.components.seconds) * 1_000)",
-            ]
+        accessLog.append(
+            AccessLogRecord(
+                time: Date().timeIntervalSince1970,
+                client: request.remote,
+                method: request.head.method.spelling,
+                target: request.head.uri,
+                status: status,
+                bytes: bytes,
+                microseconds: elapsed.components.seconds * 1_000_000
+                    + elapsed.components.attoseconds / 1_000_000_000_000,
+                cacheStatus: cacheStatus
+            )
         )
     }
 }

@@ -138,11 +138,12 @@ extension CacheServer {
     /// Serves one connection's requests in turn until it closes, or the server shuts down.
     func serve(
         _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>,
+        in connections: ConnectionRegistry,
         with responder: some Responder
     ) async {
         let remote = connection.channel.remoteAddress
         let id = ObjectIdentifier(connection.channel)
-        defer { self.connections.remove(id) }
+        defer { connections.remove(id) }
         do {
             try await connection.executeThenClose { inbound, outbound in
                 // A connection closed from outside (by the shutdown deadline) cancels its request, which
@@ -150,7 +151,14 @@ extension CacheServer {
                 try await withThrowingTaskGroup { group in
                     group.addTask {
                         defer { connection.channel.close(promise: nil) }
-                        try await self.serveRequests(inbound, outbound, id: id, remote: remote, with: responder)
+                        try await self.serveRequests(
+                            inbound,
+                            outbound,
+                            id: id,
+                            in: connections,
+                            remote: remote,
+                            with: responder
+                        )
                     }
                     group.addTask { try await connection.channel.closeFuture.get() }
                     try await group.next()
@@ -166,49 +174,67 @@ extension CacheServer {
         _ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>,
         _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
         id: ObjectIdentifier,
+        in connections: ConnectionRegistry,
         remote: SocketAddress?,
         with responder: some Responder
     ) async throws {
         var parts = inbound.makeAsyncIterator()
         while let part = try await parts.next() {
             guard case .head(let head) = part else { continue }
-            guard self.connections.setBusy(id, true) else { return }
+            guard connections.setBusy(id, true) else { return }
             var writer = ResponseWriter(outbound: outbound, version: head.version)
             var request = ServerRequest(head: head, body: nil, remote: remote)
-            // A body over the limit: 413, and the connection closes, its body unread.
-            guard try await self.readBody(of: &request, from: &parts) else {
+            switch try await self.readBody(of: &request, from: &parts) {
+            case .complete:
+                break
+            case .tooLarge:
+                // A body over the limit: 413, and the connection closes, its body unread.
                 try await writer.respond(
                     HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
                     body: "The request body is larger than this proxy forwards.\n"
                 )
                 return
+            case .incomplete:
+                // The input ended before the body's end (the client left, or `RequestBodyTimer`
+                // answered 408): nothing of it goes to the origin.
+                return
             }
             let keepAlive = try await responder.respond(to: request, with: &writer)
-            guard keepAlive, head.isKeepAlive, self.connections.setBusy(id, false) else { return }
+            guard keepAlive, head.isKeepAlive, connections.setBusy(id, false) else { return }
         }
     }
 
-    /// Reads the request's body up to its end, whole; `false` if it is over the limit.
+    /// How reading a request's body ended.
+    private enum BodyReading {
+        /// At the request's end.
+        case complete
+        /// Past ``Limits/maximumRequestBody``, with the rest unread.
+        case tooLarge
+        /// Before the request's end: the input ended.
+        case incomplete
+    }
+
+    /// Reads the request's body up to its end, whole.
     private func readBody(
         of request: inout ServerRequest,
         from parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    ) async throws -> Bool {
+    ) async throws -> BodyReading {
         let limit = self.configuration.limits.maximumRequestBody
         while let part = try await parts.next() {
             switch part {
             case .head:
-                return true
+                return .incomplete
             case .body(var piece):
                 if request.body == nil {
                     request.body = piece
                 } else {
                     request.body?.writeBuffer(&piece)
                 }
-                if (request.body?.readableBytes ?? 0) > limit { return false }
+                if (request.body?.readableBytes ?? 0) > limit { return .tooLarge }
             case .end:
-                return true
+                return .complete
             }
         }
-        return true
+        return .incomplete
     }
 }

@@ -36,7 +36,7 @@ struct ImageResponder: Sendable {
         writer.head(answer.response)
         let body = head.method == .HEAD ? Data() : answer.body
         try await writer.whole(body)
-        self.server.log(head, status: status.code, cacheStatus: cacheStatus, bytes: body.count, since: started)
+        self.server.log(request, status: status.code, cacheStatus: cacheStatus, bytes: body.count, since: started)
         self.server.metrics?.request(
             status != .ok ? .error : cacheStatus.contains("; hit") ? .hit : .forward,
             bytes: body.count

@@ -233,6 +233,133 @@ final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
+/// Answers 408 and closes a connection whose client, once a request head is read, does not send
+/// the next piece of the body within `idle` (nginx's `client_body_timeout`), or the whole body
+/// within `total` of the head.
+///
+/// Once it has expired, nothing more of the connection's input goes on: the connection's task
+/// sees its input end before the request's end, and forwards nothing. `onTimeout` is told of the
+/// request (for the access log), on the event loop: it must not wait. A request without a body
+/// (its head and end come in one read) arms no timer. Like ``RequestHeadTimer``, each piece
+/// only moves the deadline; one timer checks it when it is due.
+final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let idle: TimeAmount
+    private let total: TimeAmount
+    private let logger: Logger
+    private let onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+    /// The request whose body is awaited.
+    private var head: HTTPRequestHead?
+    /// When the connection closes unless the next piece comes; `nil` but between a head and its end.
+    private var deadline: NIODeadline?
+    /// When the connection closes unless the body's end comes.
+    private var totalDeadline = NIODeadline.distantFuture
+    private var timer: Scheduled<Void>?
+    /// Whether a response has begun and not ended: the proxy answered before the body's end (413).
+    private var isResponding = false
+    private var hasExpired = false
+
+    init(
+        idle: TimeAmount,
+        total: TimeAmount,
+        logger: Logger,
+        onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+    ) {
+        self.idle = idle
+        self.total = total
+        self.logger = logger
+        self.onTimeout = onTimeout
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.hasExpired else { return }
+        switch Self.unwrapInboundIn(data) {
+        case .head(let head):
+            let now = NIODeadline.now()
+            self.head = head
+            self.totalDeadline = now + self.total
+            self.deadline = min(now + self.idle, self.totalDeadline)
+        case .body:
+            if self.deadline != nil { self.deadline = min(.now() + self.idle, self.totalDeadline) }
+        case .end:
+            self.head = nil
+            self.deadline = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if let deadline = self.deadline, self.timer == nil { self.schedule(at: deadline, context) }
+        context.fireChannelReadComplete()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch Self.unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code >= 200: self.isResponding = true
+        case .end: self.isResponding = false
+        case .head, .body: break
+        }
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.stop()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.stop()
+    }
+
+    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.timer = nil
+            guard let deadline = self.deadline else { return }
+            if deadline <= .now() {
+                self.expire(context)
+            } else {
+                self.schedule(at: deadline, context)
+            }
+        }
+    }
+
+    /// Answers 408, unless a response has begun, and closes.
+    private func expire(_ context: ChannelHandlerContext) {
+        self.hasExpired = true
+        self.deadline = nil
+        // Not at info: the ordinary log is written where it is called, here on the event loop.
+        self.logger.debug(
+            "Closed a connection whose client did not send its request body in time",
+            metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
+        )
+        if let head = self.head, !self.isResponding {
+            self.onTimeout?(head, context.channel.remoteAddress, .now() - (self.totalDeadline - self.total))
+        }
+        guard !self.isResponding else {
+            context.close(promise: nil)
+            return
+        }
+        let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
+        context.write(
+            Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers))),
+            promise: nil
+        )
+        let channel = context.channel
+        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    private func stop() {
+        self.timer?.cancel()
+        self.timer = nil
+        self.deadline = nil
+        self.head = nil
+    }
+}
+
 /// Closes a connection whose client stops reading (nginx's `send_timeout`): once what waits to
 /// be sent has filled the channel's buffer (it is not writable), the client must take some of
 /// it within `timeout`, and again within each `timeout` after, or the connection closes and

@@ -50,7 +50,7 @@ struct ProxyResponder: Responder {
             var response = HTTPResponse(status: status, headerFields: [.connection: "close"])
             response.headerFields[.cacheStatus] = "\(self.configuration.name); detail=bad-request"
             try await writer.respond(response, body: message + "\n")
-            self.server.log(head, status: status.code, cacheStatus: "bad-request", bytes: 0, since: started)
+            self.server.log(request, status: status.code, cacheStatus: "bad-request", bytes: 0, since: started)
             self.server.metrics?.request(.error, bytes: 0)
             return false
         }
@@ -71,7 +71,7 @@ struct ProxyResponder: Responder {
             response.headerFields[.date] = HTTPDate.format(Date())
             try await writer.respond(response, body: "\(status.reasonPhrase): \(detail)\n")
             self.server.logger.debug("The origin failed", metadata: ["error": "\(error)"])
-            self.server.log(head, status: status.code, cacheStatus: detail, bytes: 0, since: started)
+            self.server.log(request, status: status.code, cacheStatus: detail, bytes: 0, since: started)
             self.server.metrics?.request(.error, bytes: 0)
             return true
         }
@@ -169,7 +169,7 @@ struct ProxyResponder: Responder {
     private func finish(_ reply: Reply, to request: ServerRequest, bytes: Int, since started: ContinuousClock.Instant) {
         let status = reply.cacheStatus
         self.server.log(
-            request.head,
+            request,
             status: reply.response.status.code,
             cacheStatus: status.description,
             bytes: bytes,

@@ -3,12 +3,14 @@ import CoreMetrics
 import NIOCore
 
 /// What the proxy counts through swift-metrics: requests by what the cache did, bytes served
-/// from the cache and from the origin, and how long the origin took to begin its answers.
+/// from the cache and from the origin, how long the origin took to begin its answers, and the
+/// access log lines dropped.
 struct ServerMetrics: Sendable {
     private let requests: [Outcome: Counter]
     private let bytesFromCache: Counter
     private let bytesFromOrigin: Counter
     private let originLatency: Timer
+    private let droppedAccessLogLines: Counter
 
     /// What the cache did for a request, as the `cache` dimension of the request counter.
     enum Outcome: String, Sendable, CaseIterable {
@@ -33,6 +35,7 @@ struct ServerMetrics: Sendable {
         self.bytesFromCache = Counter(label: "\(label)_bytes", dimensions: [("source", "cache")], factory: factory)
         self.bytesFromOrigin = Counter(label: "\(label)_bytes", dimensions: [("source", "origin")], factory: factory)
         self.originLatency = Timer(label: "\(label)_origin_head_seconds", factory: factory)
+        self.droppedAccessLogLines = Counter(label: "\(label)_access_log_dropped", factory: factory)
     }
 
     /// Counts a request and the bytes of body it was sent.
@@ -44,6 +47,11 @@ struct ServerMetrics: Sendable {
         case .forward: self.bytesFromOrigin.increment(by: bytes)
         case .error: break
         }
+    }
+
+    /// Counts access log lines dropped because the log's output did not keep up.
+    func accessLogDropped(lines: Int) {
+        self.droppedAccessLogLines.increment(by: lines)
     }
 
     /// Records how long the origin took to begin an answer.

@@ -121,20 +121,146 @@ struct ProxyHardeningTests {
         try await proxy.stop()
     }
 
-    @Test("Connections over the limit are closed at once")
-    func connectionLimit() async throws {
+    /// A request head whose body never comes whole, by `Content-Length` or chunked.
+    static let unfinishedBodies: [(String, String)] = [
+        ("Content-Length", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nsome"),
+        ("chunked", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nsome\r\n"),
+    ]
+
+    @Test(
+        "A client that stops sending its request body gets 408 and is disconnected; nothing reaches the origin",
+        .timeLimit(.minutes(1)),
+        arguments: Self.unfinishedBodies.map(\.0)
+    )
+    func requestBodyTimeout(framing: String) async throws {
+        let text = try #require(Self.unfinishedBodies.first { $0.0 == framing }?.1)
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let log = AccessLogOutput()
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.requestBodyTimeout = .milliseconds(200)
+            $0.accessLog = log.accessLog(.text)
+        }
+        // The read ends only because the server closes.
+        let received = try await RawClient.exchange(text, port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [408])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+        #expect(log.lines.count == 1)
+        #expect(log.lines.first?.contains(" 127.0.0.1 POST /a 408 bytes=0 ms=") == true, "\(log.lines)")
+        #expect(log.lines.first?.hasSuffix(" cache=request-timeout") == true)
+    }
+
+    @Test(
+        "A request body not whole within the total bound gets 408, however recent its last piece",
+        .timeLimit(.minutes(1))
+    )
+    func requestBodyTotalTimeout() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.requestBodyTimeout = .seconds(60)
+            $0.limits.requestBodyTotalTimeout = .milliseconds(200)
+        }
+        let received = try await RawClient.exchange(Self.unfinishedBodies[0].1, port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [408])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    /// A proxy whose origin holds every request until `gate` opens, and tells `arrived` of each.
+    static func heldOrigin(gate: Gate, arrived: Countdown) async throws -> TestOrigin {
+        try await TestOrigin.start { _ in
+            arrived.increment()
+            await gate.wait()
+            return .init(fields: [("Cache-Control", "no-store")], body: "origin")
+        }
+    }
+
+    /// Opens a connection that is answering a request (held at the origin), and runs `body`;
+    /// then lets the origin answer and checks that the connection got its response.
+    static func withBusyConnection(
+        port: Int,
+        gate: Gate,
+        arrived: Countdown,
+        _ body: () async throws -> Void
+    ) async throws {
+        try await RawClient.withConnection(port: port) { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "GET /held HTTP/1.1\r\nHost: x\r\n\r\n"))
+            await arrived.wait(for: 1)
+            try await body()
+            gate.open()
+            let response = try await RawClient.readResponse(&inbound)
+            #expect(RawClient.statuses(in: response) == [200])
+        }
+    }
+
+    @Test("At the connection limit, a new connection takes the place of the one idle the longest")
+    func idleConnectionClosedForNewOne() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "no-store")], body: "origin") }
         let proxy = try await ProxyHarness(origin: origin) {
             $0.limits.maximumConnections = 1
             $0.limits.requestHeadTimeout = .seconds(60)
         }
-        // One connection is served and stays open; the next is closed unanswered.
         try await RawClient.withConnection(port: proxy.port) { inbound, outbound in
             try await outbound.write(ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"))
-            let first = try await RawClient.readResponse(&inbound)
-            #expect(RawClient.statuses(in: first) == [200])
+            let response = try await RawClient.readResponse(&inbound)
+            #expect(RawClient.statuses(in: response) == [200])
+            // This connection is now idle, kept alive: the next one is answered in its place.
+            let next = try await RawClient.exchange(
+                "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                port: proxy.port
+            )
+            #expect(RawClient.statuses(in: next) == [200])
+            // And the idle one was closed: its input ends (or is reset).
+            let rest = try? await inbound.next()
+            #expect(rest == nil)
+        }
+        try await proxy.stop()
+    }
+
+    @Test("At the connection limit with every connection busy, a new connection is closed at once")
+    func connectionLimit() async throws {
+        let (gate, arrived) = (Gate(), Countdown())
+        let origin = try await Self.heldOrigin(gate: gate, arrived: arrived)
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.maximumConnections = 1
+            $0.limits.requestHeadTimeout = .seconds(60)
+        }
+        try await Self.withBusyConnection(port: proxy.port, gate: gate, arrived: arrived) {
             let refused = try await RawClient.exchange("GET /b HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
             #expect(refused.isEmpty)
+        }
+        try await proxy.stop()
+    }
+
+    @Test(
+        "The admin listener answers /healthz while the proxy's listener is full, of idle or of busy connections",
+        arguments: [false, true]
+    )
+    func adminHasItsOwnConnections(busy: Bool) async throws {
+        let (gate, arrived) = (Gate(), Countdown())
+        let origin = try await Self.heldOrigin(gate: gate, arrived: arrived)
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.limits.maximumConnections = 1
+            $0.limits.requestHeadTimeout = .seconds(60)
+        }
+        if busy {
+            try await Self.withBusyConnection(port: proxy.port, gate: gate, arrived: arrived) {
+                let health = try await proxy.send("/healthz", admin: true)
+                #expect(health.status == 200)
+            }
+        } else {
+            gate.open()
+            try await RawClient.withConnection(port: proxy.port) { inbound, outbound in
+                try await outbound.write(ByteBuffer(string: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"))
+                let response = try await RawClient.readResponse(&inbound)
+                #expect(RawClient.statuses(in: response) == [200])
+                let health = try await proxy.send("/healthz", admin: true)
+                #expect(health.status == 200)
+                // The proxy's idle connection was not closed for the admin listener's.
+                try await outbound.write(ByteBuffer(string: "GET /b HTTP/1.1\r\nHost: x\r\n\r\n"))
+                let again = try await RawClient.readResponse(&inbound)
+                #expect(RawClient.statuses(in: again) == [200])
+            }
         }
         try await proxy.stop()
     }

@@ -84,6 +84,38 @@ struct StartTests {
         await #expect(throws: (any Error).self) { _ = try await server.addresses }
     }
 
+    /// Configurations each with one new bound out of range.
+    static let outOfRange: [(String, @Sendable (inout CacheServer.Configuration) -> Void)] = [
+        ("no admin connections", { $0.limits.maximumAdminConnections = 0 }),
+        ("a request body timeout of zero", { $0.limits.requestBodyTimeout = .zero }),
+        ("a total request body timeout of zero", { $0.limits.requestBodyTotalTimeout = .zero }),
+        ("an access log without a buffer", { $0.accessLog = AccessLog(bufferSize: 0) }),
+        ("an access log never flushed", { $0.accessLog = AccessLog(flushInterval: .zero) }),
+    ]
+
+    @Test("A bound out of range is refused", arguments: Self.outOfRange.map(\.0))
+    func boundOutOfRange(name: String) throws {
+        let change = try #require(Self.outOfRange.first { $0.0 == name }?.1)
+        let loader = try ResourceLoader(
+            configuration: .init(rules: .sharedCache),
+            transport: AsyncHTTPClientTransport()
+        )
+        var configuration = CacheServer.Configuration(origin: URL(string: "http://127.0.0.1:1/")!)
+        _ = try CacheServer(
+            configuration: configuration,
+            loader: loader,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        change(&configuration)
+        #expect(throws: ServerError.self) {
+            _ = try CacheServer(
+                configuration: configuration,
+                loader: loader,
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+        }
+    }
+
     @Test("A loader with private rules is refused: a proxy is a shared cache")
     func privateRulesRefused() async throws {
         let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())

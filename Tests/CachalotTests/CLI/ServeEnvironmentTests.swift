@@ -1,3 +1,4 @@
+import CachalotServer
 import Foundation
 import Testing
 
@@ -61,6 +62,23 @@ struct ServeEnvironmentTests {
             environment: ["CACHALOT_TRUSTED_PROXIES": " 10.0.0.1, ,10.0.0.2 ", "CACHALOT_ADMIN_TOKEN": ""]
         )
         #expect(arguments == ["serve", "--trusted-proxy=10.0.0.1", "--trusted-proxy=10.0.0.2"])
+    }
+
+    @Test(
+        "-q turns the access log off unless --access-log names a format; the variable gives it; a bad name is refused"
+    )
+    func accessLogAndQuiet() throws {
+        func format(_ name: String?, quiet: Bool) throws -> String? {
+            try Serve.accessLog(named: name, quiet: quiet).map { "\($0.format)" }
+        }
+        #expect(try format(nil, quiet: false) == "text")
+        #expect(try format(nil, quiet: true) == nil)
+        #expect(try format("json", quiet: true) == "json")
+        #expect(try format("text", quiet: false) == "text")
+        #expect(try format("off", quiet: false) == nil)
+        #expect(throws: (any Error).self) { try format("yaml", quiet: false) }
+        let arguments = try self.options.arguments(["serve", "-q"], environment: ["CACHALOT_ACCESS_LOG": "json"])
+        #expect(arguments == ["serve", "--access-log=json", "-q"])
     }
 
     @Test("Other commands are left as they are")

@@ -1,0 +1,229 @@
+import Dispatch
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One answered request, as the access log writes it: gathered on the event loop, formatted on
+/// the writer's thread.
+struct AccessLogRecord: Sendable {
+    /// Seconds since 1970, when the response was sent.
+    var time: Double
+    var client: SocketAddress?
+    var method: String
+    var target: String
+    var status: Int
+    var bytes: Int
+    var microseconds: Int64
+    var cacheStatus: String
+
+    /// About the bytes its line takes: what the buffer's bound counts.
+    var size: Int { self.method.utf8.count + self.target.utf8.count + self.cacheStatus.utf8.count + 128 }
+}
+
+/// Writes an ``AccessLog``'s lines on a thread of its own: ``append(_:)`` only adds to a bounded
+/// buffer under a lock, and drops the line when the buffer is full, so that an event loop never
+/// waits on the output.
+///
+/// The thread wakes every ``AccessLog/flushInterval`` (or when the buffer is half full), takes
+/// what waits, and writes it in one batch; ``finish()`` writes what is left and ends the thread.
+final class AccessLogWriter: Sendable {
+    private struct State {
+        var pending: [AccessLogRecord] = []
+        var pendingBytes = 0
+        var dropped = 0
+        /// Whether the thread was woken for a buffer half full since it last took the buffer.
+        var isWoken = false
+        var isStarted = false
+        var isFinished = false
+        var hasExited = false
+        var exitWaiter: CheckedContinuation<Void, Never>?
+    }
+
+    let configuration: AccessLog
+    private let logger: Logger
+    private let onDrop: @Sendable (Int) -> Void
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+
+    /// - Parameters:
+    ///   - configuration: The format, the bound, the interval and the output.
+    ///   - logger: Where drops are reported, at warning.
+    ///   - onDrop: Counts lines dropped, with how many since the last batch.
+    init(_ configuration: AccessLog, logger: Logger, onDrop: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onDrop = onDrop
+    }
+
+    /// Adds a line to the buffer, or drops it if the buffer is full or the writer has finished.
+    func append(_ record: AccessLogRecord) {
+        let limit = self.configuration.bufferSize
+        let wakes = self.state.withLock { state in
+            let size = record.size
+            guard !state.isFinished, state.pendingBytes + size <= limit else {
+                state.dropped += 1
+                return false
+            }
+            state.pending.append(record)
+            state.pendingBytes += size
+            guard !state.isWoken, state.pendingBytes * 2 >= limit else { return false }
+            state.isWoken = true
+            return true
+        }
+        if wakes { self.wake.signal() }
+    }
+
+    /// Starts the thread that writes.
+    func start() {
+        self.state.withLock { $0.isStarted = true }
+        let thread = Thread { [self] in self.drain() }
+        thread.name = "cachalot-access-log"
+        thread.start()
+    }
+
+    /// Writes what waits, ends the thread, and returns once it has ended. Lines appended after
+    /// are dropped.
+    func finish() async {
+        let isStarted = self.state.withLock { state in
+            state.isFinished = true
+            return state.isStarted
+        }
+        self.wake.signal()
+        guard isStarted else { return }
+        await withCheckedContinuation { continuation in
+            let hasExited = self.state.withLock { state in
+                if !state.hasExited { state.exitWaiter = continuation }
+                return state.hasExited
+            }
+            if hasExited { continuation.resume() }
+        }
+    }
+
+    /// The thread's loop.
+    private func drain() {
+        let interval = TimeAmount(self.configuration.flushInterval).nanoseconds
+        while true {
+            _ = self.wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval)))
+            let (batch, dropped, isFinished) = self.state.withLock { state in
+                defer {
+                    state.pending = []
+                    state.pendingBytes = 0
+                    state.dropped = 0
+                    state.isWoken = false
+                }
+                return (state.pending, state.dropped, state.isFinished)
+            }
+            if dropped > 0 {
+                self.onDrop(dropped)
+                self.logger.warning(
+                    "Dropped access log lines: the output did not keep up",
+                    metadata: ["lines": "\(dropped)"]
+                )
+            }
+            if !batch.isEmpty {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(batch.reduce(0) { $0 + $1.size })
+                for record in batch { Self.append(record, as: self.configuration.format, to: &bytes) }
+                self.configuration.output(bytes)
+            }
+            if isFinished { break }
+        }
+        let waiter = self.state.withLock { state in
+            state.hasExited = true
+            defer { state.exitWaiter = nil }
+            return state.exitWaiter
+        }
+        waiter?.resume()
+    }
+
+    // MARK: - Formatting
+
+    /// Appends `record`'s line, with its newline, in `format`.
+    static func append(_ record: AccessLogRecord, as format: AccessLog.Format, to bytes: inout [UInt8]) {
+        let time = self.timestamp(record.time)
+        let client = record.client?.ipAddress
+        let milliseconds =
+            "\(record.microseconds / 1_000).\(String(String(record.microseconds % 1_000 + 1_000).dropFirst()))"
+        switch format.code {
+        case .text:
+            bytes += time.utf8
+            bytes.append(UInt8(ascii: " "))
+            bytes += (client ?? "-").utf8
+            bytes.append(UInt8(ascii: " "))
+            self.appendVisible(record.method, to: &bytes)
+            bytes.append(UInt8(ascii: " "))
+            self.appendVisible(record.target, to: &bytes)
+            bytes += " \(record.status) bytes=\(record.bytes) ms=\(milliseconds) cache=".utf8
+            self.appendVisible(record.cacheStatus, to: &bytes, keepingSpaces: true)
+        case .json:
+            bytes += "{\"time\":\"\(time)\",\"client\":".utf8
+            if let client { self.appendJSONString(client, to: &bytes) } else { bytes += "null".utf8 }
+            bytes += ",\"method\":".utf8
+            self.appendJSONString(record.method, to: &bytes)
+            bytes += ",\"target\":".utf8
+            self.appendJSONString(record.target, to: &bytes)
+            bytes += ",\"status\":\(record.status),\"bytes\":\(record.bytes),\"ms\":\(milliseconds),\"cache\":".utf8
+            self.appendJSONString(record.cacheStatus, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// `text` with control characters (and spaces, unless `keepingSpaces`) as `\xHH`, so that
+    /// one field stays one field and one line one line.
+    private static func appendVisible(_ text: String, to bytes: inout [UInt8], keepingSpaces: Bool = false) {
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F || (byte == 0x20 && !keepingSpaces) || byte == UInt8(ascii: "\\") {
+                bytes += "\\x".utf8
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xF)])
+            } else {
+                bytes.append(byte)
+            }
+        }
+    }
+
+    /// `text` as a JSON string (RFC 8259 §7): quoted, with `"`, `\` and control characters escaped.
+    static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += "\\\"".utf8
+            case UInt8(ascii: "\\"): bytes += "\\\\".utf8
+            case UInt8(ascii: "\n"): bytes += "\\n".utf8
+            case UInt8(ascii: "\r"): bytes += "\\r".utf8
+            case UInt8(ascii: "\t"): bytes += "\\t".utf8
+            case 0..<0x20, 0x7F:
+                bytes += "\\u00".utf8
+                bytes.append(Self.hex[Int(byte >> 4)])
+                bytes.append(Self.hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// `2026-11-26T11:07:05.412Z`.
+    static func timestamp(_ seconds: Double) -> String {
+        var whole = time_t(seconds.rounded(.down))
+        let milliseconds = min(999, Int((seconds - seconds.rounded(.down)) * 1_000))
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(parts.tm_year + 1_900, 4))-\(padded(parts.tm_mon + 1, 2))-\(padded(parts.tm_mday, 2))T"
+            + "\(padded(parts.tm_hour, 2)):\(padded(parts.tm_min, 2)):\(padded(parts.tm_sec, 2))."
+            + "\(padded(Int32(milliseconds), 3))Z"
+    }
+}

@@ -1,0 +1,140 @@
+import CachalotTestOrigin
+import CachalotTesting
+import Dispatch
+import Foundation
+import NIOCore
+import Synchronization
+import Testing
+
+@testable import CachalotServer
+
+/// Collects what an access log writes.
+final class AccessLogOutput: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+
+    /// An access log in `format` that writes here.
+    func accessLog(_ format: AccessLog.Format, bufferSize: Int = 1 << 20) -> AccessLog {
+        AccessLog(format: format, bufferSize: bufferSize) { lines in self.bytes.withLock { $0 += lines } }
+    }
+
+    /// The lines written, without their newlines.
+    var lines: [String] {
+        String(decoding: self.bytes.withLock { $0 }, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
+
+@Suite("The access log")
+struct AccessLogTests {
+    @Test("JSON lines parse, with the client's address, and the text format has it too; lines are flushed at shutdown")
+    func formats() async throws {
+        for format in [AccessLog.Format.json, .text] {
+            let origin = try await TestOrigin.start { _ in
+                .init(fields: [("Cache-Control", "max-age=60")], body: "hi")
+            }
+            let output = AccessLogOutput()
+            let proxy = try await ProxyHarness(origin: origin) { $0.accessLog = output.accessLog(format) }
+            // A miss, answered by the connection's task, then a hit, answered on the event loop.
+            let miss = try await proxy.send("/a?q=%22x%22")
+            let hit = try await proxy.send("/a?q=%22x%22")
+            #expect(miss.status == 200)
+            #expect(hit.status == 200)
+            try await proxy.stop()
+            let lines = output.lines
+            #expect(lines.count == 2, "\(lines)")
+            for (index, line) in lines.enumerated() {
+                if format == .json {
+                    let object = try #require(
+                        try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                        "\(line)"
+                    )
+                    #expect(object["client"] as? String == "127.0.0.1")
+                    #expect(object["method"] as? String == "GET")
+                    #expect(object["target"] as? String == "/a?q=%22x%22")
+                    #expect(object["status"] as? Int == 200)
+                    #expect(object["bytes"] as? Int == 2)
+                    #expect(object["ms"] is Double || object["ms"] is Int)
+                    #expect((object["time"] as? String)?.hasSuffix("Z") == true)
+                    let cache = try #require(object["cache"] as? String)
+                    #expect(index == 0 ? cache.contains("fwd=uri-miss") : cache.contains("; hit"))
+                } else {
+                    let pattern =
+                        /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 GET \/a\?q=%22x%22 200 bytes=2 ms=\d+\.\d{3} cache=(.+)/
+                    let cache = try #require(line.wholeMatch(of: pattern)?.output.1, "\(line)")
+                    #expect(index == 0 ? cache.contains("fwd=uri-miss") : cache.contains("; hit"))
+                }
+            }
+        }
+    }
+
+    @Test("Strings are escaped: a JSON line parses back to what was logged, and a text line stays one line")
+    func escaping() throws {
+        let record = AccessLogRecord(
+            time: 0,
+            client: nil,
+            method: "GET",
+            target: "/a\"b\\c\u{1}d\ne é",
+            status: 200,
+            bytes: 0,
+            microseconds: 1_234,
+            cacheStatus: "cachalot; hit"
+        )
+        var json: [UInt8] = []
+        AccessLogWriter.append(record, as: .json, to: &json)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]
+        )
+        #expect(object["target"] as? String == record.target)
+        #expect(object["client"] is NSNull)
+        #expect(object["ms"] as? Double == 1.234)
+        #expect(object["time"] as? String == "1970-01-01T00:00:00.000Z")
+        var text: [UInt8] = []
+        AccessLogWriter.append(record, as: .text, to: &text)
+        let line = String(decoding: text, as: UTF8.self)
+        let target = #"/a"b\x5cc\x01d\x0ae\x20é"#
+        #expect(line == "1970-01-01T00:00:00.000Z - GET \(target) 200 bytes=0 ms=1.234 cache=cachalot; hit\n")
+    }
+
+    @Test("Lines past the buffer's bound are dropped and counted, not waited for; the rest are written at the end")
+    func dropsWhenFull() async throws {
+        let output = AccessLogOutput()
+        let dropped = Mutex(0)
+        let record = AccessLogRecord(
+            time: 0,
+            client: nil,
+            method: "GET",
+            target: "/",
+            status: 200,
+            bytes: 0,
+            microseconds: 0,
+            cacheStatus: "c"
+        )
+        // Room for three lines; the thread is not started, so nothing leaves the buffer meanwhile.
+        let writer = AccessLogWriter(
+            output.accessLog(.text, bufferSize: record.size * 3),
+            logger: LogRecorder().logger()
+        ) { count in dropped.withLock { $0 += count } }
+        for _ in 0..<10 { writer.append(record) }
+        writer.start()
+        await writer.finish()
+        #expect(output.lines.count == 3)
+        #expect(dropped.withLock { $0 } == 7)
+    }
+
+    @Test("An output that blocks holds up no response")
+    func blockedOutput() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hi") }
+        let release = DispatchSemaphore(value: 0)
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.accessLog = AccessLog(format: .text, bufferSize: 1_024) { _ in release.wait() }
+        }
+        // The writer's thread is stuck in its output; every request is answered all the same.
+        for _ in 0..<50 {
+            let reply = try await proxy.send("/a")
+            #expect(reply.status == 200)
+        }
+        release.signal()
+        await proxy.logs.wait(for: "Dropped access log lines")
+        for _ in 0..<10 { release.signal() }
+        try await proxy.stop()
+    }
+}
