@@ -78,6 +78,9 @@ struct ProxyResponder: Responder {
         let reply = self.reply(to: request, with: answer)
         writer.head(reply.response)
         var sent = 0
+        // Logged however the sending ends: a client that closes as soon as it has the last byte
+        // cancels this task, often before the end is written, and its response went all the same.
+        defer { self.finish(reply, to: request, bytes: sent, since: started) }
         switch reply.body {
         case .none:
             try await writer.end()
@@ -101,7 +104,6 @@ struct ProxyResponder: Responder {
             }
             try await writer.end()
         }
-        self.finish(reply, to: request, bytes: sent, since: started)
         return reply.keepsAlive
     }
 
@@ -114,9 +116,12 @@ struct ProxyResponder: Responder {
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
+            // The memory tier alone: a disk read may wait on another process's lock or write
+            // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
             let resource = try? self.server.loader.cachedAnswer(
                 to: self.upstreamRequest(for: request),
-                largestBody: Self.largestImmediateBody
+                largestBody: Self.largestImmediateBody,
+                readsDisk: false
             )
         else { return nil }
         let reply = self.reply(to: request, with: ResourceStream(resource))

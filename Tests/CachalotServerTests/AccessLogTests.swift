@@ -66,6 +66,24 @@ struct AccessLogTests {
         }
     }
 
+    @Test("Every forwarded response is logged, also when its client closes the connection as soon as it has it")
+    func missesOfClientsThatLeave() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "no-store")], body: "hi") }
+        defer { origin.stop() }
+        let output = AccessLogOutput()
+        let proxy = try await ProxyHarness(origin: origin) { $0.accessLog = output.accessLog(.text) }
+        for index in 0..<20 {
+            // The client closes as soon as it has read the answer, as curl does when it exits.
+            let received = try await RawClient.withConnection(port: proxy.port) { inbound, outbound in
+                try await outbound.write(ByteBuffer(string: "GET /m\(index) HTTP/1.1\r\nHost: x\r\n\r\n"))
+                return try await RawClient.readResponse(&inbound)
+            }
+            #expect(RawClient.statuses(in: received) == [200])
+        }
+        try await proxy.stop()
+        #expect(output.lines.count == 20, "\(output.lines)")
+    }
+
     @Test("Strings are escaped: a JSON line parses back to what was logged, and a text line stays one line")
     func escaping() throws {
         let record = AccessLogRecord(

@@ -307,14 +307,14 @@ public final class ResourceLoader: Sendable {
     }
 
     /// The step for `request`, uncounted.
-    private func decide(_ request: HTTPRequest, policy: CachePolicy?) throws -> Step {
+    private func decide(_ request: HTTPRequest, policy: CachePolicy?, readsDisk: Bool = true) throws -> Step {
         guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
             throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
         }
         guard request.method == .get else { return .uncached }
         let policy = policy ?? self.configuration.policy
         // A reload ignores what is stored: no need to read it (from disk, perhaps).
-        let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request)
+        let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request, readsDisk: readsDisk)
         return self.decide(request, key: key, policy: policy, lookup: lookup)
     }
 
@@ -379,7 +379,9 @@ public final class ResourceLoader: Sendable {
     /// ``stream(_:body:policy:priority:)`` the request, which looks it up again.
     ///
     /// For a server that answers hits on the thread that read the request, without a hop to
-    /// another executor. It may read the disk tier. It is counted in ``statistics`` only when it
+    /// another executor. It reads the disk tier unless `readsDisk` is `false`: a disk read may
+    /// wait for another process's lock, or write the journal, which a thread that must never
+    /// wait (an event loop) leaves to another. It is counted in ``statistics`` only when it
     /// answers.
     ///
     /// - Parameters:
@@ -387,14 +389,17 @@ public final class ResourceLoader: Sendable {
     ///   - policy: How the request uses the cache. Default: `nil`, the configuration's.
     ///   - largestBody: The largest body answered: `nil` for a larger one, which the caller may
     ///     rather stream. Default: no limit.
+    ///   - readsDisk: Whether an entry not in memory is looked for on disk; if not, `nil`
+    ///     answers it. Default: `true`.
     /// - Throws: ``LoadError`` with ``LoadError/Code/invalidRequest`` if the request has no
     ///   `http` or `https` URL.
     public func cachedAnswer(
         to request: HTTPRequest,
         policy: CachePolicy? = nil,
-        largestBody: Int = .max
+        largestBody: Int = .max,
+        readsDisk: Bool = true
     ) throws -> Resource? {
-        guard case .answer(let resource) = try self.decide(request, policy: policy),
+        guard case .answer(let resource) = try self.decide(request, policy: policy, readsDisk: readsDisk),
             resource.body.count <= largestBody,
             self.configuration.maximumRedirects == 0 || !Redirect.isFollowed(resource.statusCode)
         else { return nil }
@@ -454,9 +459,9 @@ public final class ResourceLoader: Sendable {
     }
 
     /// What is stored for `request`; `nil` if reading the cache failed.
-    private func lookup(_ key: ResponseKey, for request: HTTPRequest) -> ResponseStore.Lookup? {
+    private func lookup(_ key: ResponseKey, for request: HTTPRequest, readsDisk: Bool = true) -> ResponseStore.Lookup? {
         do {
-            return try self.store.lookup(key, for: request)
+            return try self.store.lookup(key, for: request, readsDisk: readsDisk)
         } catch {
             self.logger.debug(
                 "Reading the cache failed; loading instead",

@@ -43,13 +43,13 @@ struct ResponseStore: Sendable {
     let shared: [any AsyncDataCaching]
 
     /// The stored response that `request` selects under `url`, and where it was.
-    func lookup(_ url: ResponseKey, for request: HTTPRequest) throws(CacheError) -> Lookup {
-        guard let (entry, tier) = try self.entry(url) else { return .absent }
+    func lookup(_ url: ResponseKey, for request: HTTPRequest, readsDisk: Bool = true) throws(CacheError) -> Lookup {
+        guard let (entry, tier) = try self.entry(url, readsDisk: readsDisk) else { return .absent }
         switch entry {
         case .response(let response):
             return .found(response, tier)
         case .variants(let names):
-            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request)),
+            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request), readsDisk: readsDisk),
                 case .response(let response) = entry
             else { return .otherVariants }
             return .found(response, tier)
@@ -209,9 +209,9 @@ struct ResponseStore: Sendable {
         if let failure { throw failure }
     }
 
-    private func entry(_ key: ResponseKey) throws(CacheError) -> (StoredEntry, StorageTier)? {
+    private func entry(_ key: ResponseKey, readsDisk: Bool) throws(CacheError) -> (StoredEntry, StorageTier)? {
         if let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
-        guard let disk = self.disk else { return nil }
+        guard readsDisk, let disk = self.disk else { return nil }
         let diskKey = key.string
         guard let stored = try disk.entry(forKey: diskKey) else { return nil }
         guard let entry = Self.decode(stored) else {

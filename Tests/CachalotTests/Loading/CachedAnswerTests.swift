@@ -45,6 +45,25 @@ struct CachedAnswerTests {
         #expect(origin.requests.count == 1)
     }
 
+    @Test("without readsDisk, an entry on disk alone is left to a load; with it, the disk answers")
+    func memoryOnly() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        defer { origin.stop() }
+        let request = HTTPRequest(method: .get, url: origin.url("/a"))
+        let first = try self.makeLoader()
+        _ = try await first.load(request)
+        await first.waitForBackgroundWork()
+        // A second loader on the same directory: nothing in its memory, the entry on disk.
+        let loader = try self.makeLoader()
+        #expect(try loader.cachedAnswer(to: request, readsDisk: false) == nil)
+        #expect(loader.statistics.requests == 0)
+        let hit = try #require(try loader.cachedAnswer(to: request))
+        #expect(hit.source == .disk)
+        // Read once, it is in memory, which answers without the disk.
+        #expect(try loader.cachedAnswer(to: request, readsDisk: false)?.source == .memory)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("a stored redirect is answered at once when redirects are relayed, not when they are followed")
     func redirects() async throws {
         let origin = try await TestOrigin.start { request in
