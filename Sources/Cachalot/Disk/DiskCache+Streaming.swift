@@ -58,6 +58,17 @@ extension DiskCache {
             self.discard()
         }
 
+        /// A reader of what this writer writes, from a descriptor of its own: it reads the bytes
+        /// appended so far, and goes on reading them after a commit renames the file or a
+        /// discard removes it. `nil` once the writer is committed or discarded, or if no
+        /// descriptor is left.
+        func spool() -> BodySpool? {
+            guard let descriptor = self.descriptor else { return nil }
+            let copy = dup(descriptor)
+            guard copy >= 0 else { return nil }
+            return BodySpool(descriptor: copy, path: self.path, bodyStart: self.prefixLength)
+        }
+
         /// Appends `chunk` to the body.
         ///
         /// - Throws: ``CacheError`` if the write fails (``CacheError/Code/outOfSpace`` on a full
@@ -263,5 +274,41 @@ extension DiskCache {
         let bodyLength = contents.fileSize - EntryFile.headerSize - contents.key.utf8.count - contents.metadata.count
         try self.noteAccess(digest, at: now)
         return BodyReader(cache: self, descriptor: descriptor, path: path, contents: contents, bodyLength: bodyLength)
+    }
+}
+
+/// A writer whose body can be read back as it is written.
+protocol BodySpooling {
+    /// A reader of the body written so far and from now on; `nil` if there is none.
+    func spool() -> BodySpool?
+}
+
+extension DiskCache.Writer: BodySpooling {}
+
+/// The body a ``DiskCache/Writer`` is writing, read back by readers that fell behind what is held
+/// in memory for them (see `SharedResponse`). It owns a descriptor of its own, closed when it is
+/// released.
+final class BodySpool: Sendable {
+    private let descriptor: Int32
+    private let path: String
+    private let bodyStart: Int
+
+    init(descriptor: Int32, path: String, bodyStart: Int) {
+        self.descriptor = descriptor
+        self.path = path
+        self.bodyStart = bodyStart
+    }
+
+    deinit {
+        FileIO.closeDescriptor(self.descriptor)
+    }
+
+    /// Up to `count` bytes of the body from `offset`; fewer only where the file ends.
+    ///
+    /// - Throws: ``CacheError`` if the file cannot be read.
+    func read(at offset: Int, count: Int) throws(CacheError) -> Data {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = try FileIO.readFully(self.descriptor, into: &bytes, at: self.bodyStart + offset, path: self.path)
+        return Data(bytes[..<read])
     }
 }

@@ -66,8 +66,9 @@ extension ResourceLoader {
     /// forwarding): those that arrive before its answer is whole read it from its start as it
     /// arrives, if it is being stored, has a `Content-Length` and matches their `Vary`-named
     /// fields; otherwise they send their own. A shared body is read from the origin at its own
-    /// pace, whatever its readers' pace, and held in memory until they are done (at most the
-    /// largest entry stored). A request holds its place among
+    /// pace, whatever its readers' pace; once it is written to the disk tier as it arrives (past
+    /// ``Configuration/streamingThreshold``), at most 2 MiB of it is held in memory, and a reader
+    /// that falls behind reads from the file. A request holds its place among
     /// ``Configuration/maximumConnectionsPerHost`` only until its head arrives.
     ///
     /// - Parameters:
@@ -226,7 +227,13 @@ extension ResourceLoader {
                     response: incoming.reply.response,
                     source: .network,
                     body: HTTPBody(
-                        StoringBody(loader: self, reply: incoming.reply, request: incoming.sent, incoming: incoming)
+                        StoringBody(
+                            loader: self,
+                            reply: incoming.reply,
+                            request: incoming.sent,
+                            incoming: incoming,
+                            shared: sharing?.response
+                        )
                     ) { $0 },
                     length: incoming.expectedLength
                 )
@@ -307,6 +314,9 @@ private struct StoringBody: AsyncSequence, Sendable {
     let request: HTTPRequest
     /// What storing the response takes; `nil` for an answer never stored.
     let incoming: ResourceLoader.Incoming?
+    /// The response this body is shared through, if any: told of the file the body is written
+    /// to, so that readers who fall behind read from it.
+    var shared: SharedResponse? = nil
 
     func makeAsyncIterator() -> Iterator {
         Iterator(
@@ -327,6 +337,8 @@ private struct StoringBody: AsyncSequence, Sendable {
         var held = Data()
         /// The file it goes to once it is not.
         var writer: (any DataCacheWriting)?
+        /// The bytes in the writer's file.
+        var spooled = 0
         var isFinished = false
 
         mutating func next() async throws -> Data? {
@@ -368,6 +380,7 @@ private struct StoringBody: AsyncSequence, Sendable {
             do throws(CacheError) {
                 if let writer = self.writer {
                     try writer.append(piece)
+                    self.spooled = self.received
                     return
                 }
                 self.held.append(piece)
@@ -377,7 +390,11 @@ private struct StoringBody: AsyncSequence, Sendable {
                 let writer = try disk.makeEntryWriter(forKey: storage.key.string, metadata: incoming.stored.encoded())
                 try writer.append(self.held)
                 self.writer = writer
+                self.spooled = self.received
                 self.held = Data()
+                if let shared = self.body.shared, let spool = (writer as? any BodySpooling)?.spool() {
+                    shared.spool(spool)
+                }
             } catch {
                 loader.counters.storageFailure()
                 loader.logger.debug(
@@ -389,6 +406,7 @@ private struct StoringBody: AsyncSequence, Sendable {
         }
 
         private mutating func stopStoring() {
+            if self.writer != nil { self.body.shared?.spoolStopped(at: self.spooled) }
             self.writer?.discard()
             self.writer = nil
             self.held = Data()

@@ -8,10 +8,21 @@ import Synchronization
 /// being written).
 ///
 /// Only a response that is being stored and has a `Content-Length` no larger than the largest
-/// entry is shared: its body is then held here until the last reader is done, which the entry
-/// size bounds. Any other answer goes to its own load alone, and the loads that waited send
+/// entry is shared. Any other answer goes to its own load alone, and the loads that waited send
 /// their own requests.
+///
+/// The body is read from the origin at the origin's pace, whatever the readers' pace. What is
+/// held in memory for them is bounded: once the body is being written to a file of the disk
+/// tier as it arrives (past the loader's streaming threshold, see ``spool(_:)``), no more than
+/// ``window`` bytes of it are held, and a reader that fell behind reads the rest from that
+/// file. A slow client thus costs a window of memory and a file it reads from, not its whole
+/// body. Without such a file (a body under the threshold, or a disk tier that cannot stream),
+/// the whole body is held until the last reader is done, which the threshold or the largest
+/// entry bounds.
 final class SharedResponse: Sendable {
+    /// The most bytes of body held in memory once the body is also in a file.
+    static let window = 2 << 20
+
     /// What the loads that followed are told once the origin's head has arrived.
     enum Head: Sendable {
         /// An answer made whole (a 304 that freshened the stored response, a stale answer to an
@@ -28,14 +39,69 @@ final class SharedResponse: Sendable {
 
     private struct State {
         var head: Head?
+        /// The pieces held, from the byte at `firstOffset` on; those before it are in `spool`.
         var pieces: [Data] = []
+        var firstOffset = 0
+        var heldBytes = 0
+        /// The file the body is written to as it arrives, if it is.
+        var spool: BodySpool?
+        /// Where the file's body ends, if writing it stopped (a full disk); `nil` while every
+        /// piece appended is in it.
+        var spooledEnd: Int?
         var end: Result<Void, any Error>?
         var headWaiters: [CheckedContinuation<Head, Never>] = []
         /// Loads waiting for a piece or the end, by a number of their own: all are woken by
         /// either, and one alone when its task is cancelled.
         var pieceWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var lastWaiter = 0
+
+        /// Lets go of the oldest pieces while more than a window is held and they are in the file.
+        mutating func trim() {
+            guard self.spool != nil else { return }
+            var count = 0
+            var offset = self.firstOffset
+            var held = self.heldBytes
+            while held > SharedResponse.window, count < self.pieces.count {
+                let size = self.pieces[count].count
+                if let spooledEnd = self.spooledEnd, offset + size > spooledEnd { break }
+                offset += size
+                held -= size
+                count += 1
+            }
+            guard count > 0 else { return }
+            self.pieces.removeFirst(count)
+            self.firstOffset = offset
+            self.heldBytes = held
+        }
+
+        /// What a reader at `offset` reads next.
+        func next(at offset: Int) -> Next {
+            if offset < self.firstOffset, let spool = self.spool {
+                return .spooled(spool, count: min(SharedResponse.spooledRead, self.firstOffset - offset))
+            }
+            var start = self.firstOffset
+            for piece in self.pieces {
+                if start == offset { return .piece(piece) }
+                if start > offset { break }
+                start += piece.count
+            }
+            if offset >= self.firstOffset + self.heldBytes, let end = self.end { return .end(end) }
+            if offset >= self.firstOffset + self.heldBytes { return .wait }
+            // Within a piece: cannot happen, as readers move from piece to piece.
+            return .end(.failure(LoadError(.transport, "A shared body was read out of step.")))
+        }
     }
+
+    /// What a reader does next.
+    private enum Next {
+        case piece(Data)
+        case spooled(BodySpool, count: Int)
+        case end(Result<Void, any Error>)
+        case wait
+    }
+
+    /// The most bytes read from the file at once.
+    static let spooledRead = 256 << 10
 
     private let state = Mutex(State())
 
@@ -67,7 +133,32 @@ final class SharedResponse: Sendable {
 
     /// Adds a piece of the body.
     func append(_ piece: Data) {
-        self.wake { $0.pieces.append(piece) }
+        self.wake { state in
+            state.pieces.append(piece)
+            state.heldBytes += piece.count
+            state.trim()
+        }
+    }
+
+    /// The file the body is being written to from its start, holding every piece appended so far
+    /// and each one appended after, until ``spoolStopped(at:)``.
+    func spool(_ spool: BodySpool) {
+        self.state.withLock { state in
+            state.spool = spool
+            state.trim()
+        }
+    }
+
+    /// Writing the file stopped: it holds the body's first `length` bytes, no more.
+    func spoolStopped(at length: Int) {
+        self.state.withLock { state in
+            if state.spooledEnd == nil { state.spooledEnd = length }
+        }
+    }
+
+    /// How many bytes of body are held in memory: for tests.
+    var heldBytes: Int {
+        self.state.withLock { $0.heldBytes }
     }
 
     /// Ends the body: whole, or broken with `error`.
@@ -84,29 +175,35 @@ final class SharedResponse: Sendable {
         for waiter in waiters.values { waiter.resume() }
     }
 
-    /// The body's piece `index`, waiting until it has arrived; `nil` after the last.
+    /// The body's next piece for a reader at `offset`, waiting until it has arrived; `nil`
+    /// after the last.
     ///
     /// A reader whose task is cancelled stops at once, waiting or not: the body goes on arriving
     /// for the other readers and for the cache.
     ///
-    /// - Throws: `CancellationError` when the reading task is cancelled; else the error that
-    ///   broke the body.
-    func piece(at index: Int) async throws -> Data? {
+    /// - Throws: `CancellationError` when the reading task is cancelled; the error that broke the
+    ///   body; or `LoadError` if the file a reader that fell behind reads from cannot be read.
+    private func piece(at offset: Int) async throws -> Data? {
         while true {
             try Task.checkCancellation()
-            enum Next {
-                case piece(Data)
-                case end(Result<Void, any Error>)
-                case wait
-            }
-            let next: Next = self.state.withLock { state in
-                if index < state.pieces.count { return .piece(state.pieces[index]) }
-                if let end = state.end { return .end(end) }
-                return .wait
-            }
-            switch next {
+            switch self.state.withLock({ $0.next(at: offset) }) {
             case .piece(let piece):
                 return piece
+            case .spooled(let spool, let count):
+                let data: Data
+                do {
+                    data = try spool.read(at: offset, count: count)
+                } catch {
+                    throw LoadError(
+                        .storage,
+                        "Reading a shared body back from its file failed: \(error)",
+                        underlying: error
+                    )
+                }
+                guard !data.isEmpty else {
+                    throw LoadError(.storage, "A shared body's file ended before the body it held.")
+                }
+                return data
             case .end(let result):
                 try result.get()
                 return nil
@@ -120,7 +217,8 @@ final class SharedResponse: Sendable {
                         // Cancellation is marked before its handler runs, and both look under the
                         // lock: a waiter is either never added or removed by the handler.
                         let isReady = self.state.withLock { state in
-                            let isReady = index < state.pieces.count || state.end != nil || Task.isCancelled
+                            let isReady =
+                                offset < state.firstOffset + state.heldBytes || state.end != nil || Task.isCancelled
                             if !isReady { state.pieceWaiters[waiter] = continuation }
                             return isReady
                         }
@@ -133,7 +231,7 @@ final class SharedResponse: Sendable {
         }
     }
 
-    /// The body, read from the first piece.
+    /// The body, read from its start.
     var body: HTTPBody {
         HTTPBody(Pieces(response: self)) { $0 }
     }
@@ -147,11 +245,11 @@ final class SharedResponse: Sendable {
 
         struct Iterator: AsyncIteratorProtocol {
             let response: SharedResponse
-            var index = 0
+            var offset = 0
 
             mutating func next() async throws -> Data? {
-                let piece = try await self.response.piece(at: self.index)
-                self.index += 1
+                let piece = try await self.response.piece(at: self.offset)
+                self.offset += piece?.count ?? 0
                 return piece
             }
         }

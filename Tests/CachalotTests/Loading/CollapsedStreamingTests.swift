@@ -69,6 +69,39 @@ struct CollapsedStreamingTests {
         #expect(stored.source == .disk)
     }
 
+    @Test(
+        "a reader that stops holds no more than a window in memory: the body is read from the origin and stored, and the reader gets all of it, from the file and then from memory"
+    )
+    func slowReaderHoldsAWindow() async throws {
+        let size = 24 << 20
+        let body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 16) })
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], data: body)
+        }
+        defer { origin.stop() }
+        let loader = try ResourceLoader(
+            configuration: .init(rules: .sharedCache, memoryCostLimit: 0, maximumEntrySize: 32 << 20),
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: self.directory.url, configuration: .init(sizeLimit: 128 << 20))
+        )
+        let url = origin.url("/large")
+        let slow = try await loader.stream(HTTPRequest(method: .get, url: url))
+        let flight = try #require(loader.sharedResponses.inFlight("fetch " + url.absoluteString))
+        var iterator = slow.body.makeAsyncIterator()
+        var received = try #require(try await iterator.next())
+        // The reader stops; the body goes on arriving, into the file, until it is whole.
+        while loader.sharedResponses.inFlight("fetch " + url.absoluteString) != nil { await Task.yield() }
+        #expect(flight.heldBytes <= SharedResponse.window + (1 << 20), "\(flight.heldBytes)")
+        await loader.waitForBackgroundWork()
+        let stored = try await loader.stream(HTTPRequest(method: .get, url: url))
+        #expect(stored.source == .disk)
+        #expect(try await Self.read(stored) == body)
+        while let piece = try await iterator.next() { received.append(piece) }
+        #expect(received.count == body.count)
+        #expect(received == body)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("loads that wait for the head of the same request share it")
     func sharesTheHead() async throws {
         let gate = Gate()
