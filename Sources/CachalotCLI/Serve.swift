@@ -290,6 +290,9 @@ struct Serve: AsyncParsableCommand {
         loaderConfiguration.maximumEntrySize = self.storage.maximumEntrySize?.bytes
         // One origin, many clients: the loader's per-host limit (6, for apps) would queue them.
         loaderConfiguration.maximumConnectionsPerHost = 256
+        // A body over this is written to its file as it arrives, and a slow client then holds
+        // no more than a window of it in memory (see docs/serve.md, "Memory").
+        loaderConfiguration.streamingThreshold = 2 << 20
         let transport = NIOTransport(
             configuration: .init(
                 connectTimeout: .milliseconds(Int64(self.connectTimeout * 1_000)),
