@@ -84,6 +84,8 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         self.cancelTimers()
+        // It holds the connection that holds this handler: the cycle ends with the channel.
+        self.onReusable = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -244,6 +246,7 @@ final class OriginExchangeHandler: ChannelInboundHandler {
             )
         }
         self.state = .closed
+        self.onReusable = nil
         context.fireChannelInactive()
     }
 
