@@ -41,6 +41,8 @@ struct ResponseStore: Sendable {
     let disk: (any DataCaching)?
     /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:failed:)``.
     let shared: [any AsyncDataCaching]
+    /// The reads of the shared tiers in flight, shared by identical lookups.
+    let sharedReads = ReadFlights<Result<StoredEntry?, CacheError>>()
 
     /// The stored response that `request` selects under `url`, and where it was.
     func lookup(_ url: ResponseKey, for request: HTTPRequest, readsDisk: Bool = true) throws(CacheError) -> Lookup {
@@ -78,11 +80,11 @@ struct ResponseStore: Sendable {
     ) async -> (response: CachedResponse, tier: Int)? {
         for (index, tier) in self.shared.enumerated() {
             do throws(CacheError) {
-                guard let entry = try await Self.entry(url, in: tier) else { continue }
+                guard let entry = try await self.sharedEntry(url, in: tier, at: index) else { continue }
                 var found = entry
                 if case .variants(let names) = entry {
-                    guard let variant = try await Self.entry(url.variant(names: names, request: request), in: tier)
-                    else { continue }
+                    let variantKey = url.variant(names: names, request: request)
+                    guard let variant = try await self.sharedEntry(variantKey, in: tier, at: index) else { continue }
                     found = variant
                 }
                 guard case .response(let response) = found else { continue }
@@ -92,6 +94,23 @@ struct ResponseStore: Sendable {
             }
         }
         return nil
+    }
+
+    /// The entry under `key` in `tier`, the shared tier at `index`: read once for every lookup
+    /// of it that comes while it is read.
+    private func sharedEntry(
+        _ key: ResponseKey,
+        in tier: any AsyncDataCaching,
+        at index: Int
+    ) async throws(CacheError) -> StoredEntry? {
+        let result = await self.sharedReads.value(for: "\(index) \(key.string)") {
+            do throws(CacheError) {
+                return .success(try await Self.entry(key, in: tier))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     private static func entry(

@@ -52,6 +52,33 @@ struct SharedTierTests {
         await fromDisk.waitForBackgroundWork()
     }
 
+    @Test("identical misses that ask the shared tier at once make one read of it, not one each")
+    func sharedReadsCoalesce() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }
+        defer { origin.stop() }
+        let gate = Gate()
+        let shared = CountingStore(gate: gate)
+        let loader = try self.makeLoader(disk: "a", shared: [shared])
+        let url = origin.url("/x")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    let stream = try await loader.stream(HTTPRequest(method: .get, url: url))
+                    #expect(stream.response.status.code == 200)
+                }
+            }
+            // One load reads the shared tier; the seven others wait for its read (or, if reads
+            // were not shared, all eight read).
+            while loader.store.sharedReads.waiters(for: "0 " + url.absoluteString) < 7, shared.reads < 8 {
+                await Task.yield()
+            }
+            gate.open()
+            try await group.waitForAll()
+        }
+        #expect(shared.reads == 1)
+        await loader.waitForBackgroundWork()
+    }
+
     @Test("a hit in a lower tier is promoted to every tier above it, and a response reaches them all")
     func promotionAndWrites() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }
@@ -166,6 +193,12 @@ final class CountingStore: AsyncDataCaching {
     }
 
     private let state = Mutex(State())
+    /// Holds every read until it opens, if there is one.
+    private let gate: Gate?
+
+    init(gate: Gate? = nil) {
+        self.gate = gate
+    }
 
     var reads: Int { self.state.withLock { $0.reads } }
     var keys: [String] { self.state.withLock { $0.entries.keys.sorted() } }
@@ -182,6 +215,7 @@ final class CountingStore: AsyncDataCaching {
 
     func entry(forKey key: String) async throws(CacheError) -> DataCacheEntry? {
         self.state.withLock { $0.reads += 1 }
+        await self.gate?.wait()
         return try self.withState { $0.entries[key] }
     }
 
