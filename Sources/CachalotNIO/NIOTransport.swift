@@ -19,7 +19,7 @@ import Synchronization
 /// ```
 ///
 /// No byte an origin sends can stop the process. Every status, framing or syntax an origin can
-/// send becomes either a response or an ``HTTPTransportError`` for that one request: a status
+/// send becomes either a response or an `HTTPTransportError` for that one request: a status
 /// below 100 (whose framing HTTP leaves undefined), an unasked switch of protocols, a body
 /// longer or shorter than its framing, a malformed field. General clients cannot promise this:
 /// AsyncHTTPClient 1.37 traps on the body of a status below 100.
@@ -38,7 +38,7 @@ public struct NIOTransport: HTTPTransport {
     /// How a ``NIOTransport`` connects and how long it waits.
     ///
     /// Each timeout bounds one phase, the way nginx's `proxy_connect_timeout` and
-    /// `proxy_read_timeout` do; each fails the request with an ``HTTPTransportError`` whose
+    /// `proxy_read_timeout` do; each fails the request with an `HTTPTransportError` whose
     /// `isTimeout` is true.
     public struct Configuration: Sendable {
         /// The most time to make a connection, TLS included. Default: 10 seconds.
@@ -113,7 +113,7 @@ public struct NIOTransport: HTTPTransport {
     /// arrives, with its body to read as it comes.
     ///
     /// - Throws: `LoadError` with code `invalidRequest` if the request has no absolute `http`
-    ///   or `https` URL with a host, or its port is outside 1–65535; ``HTTPTransportError``
+    ///   or `https` URL with a host, or its port is outside 1–65535; `HTTPTransportError`
     ///   for everything the origin or the network does wrong: `connectFailed`,
     ///   `connectTimeout`, `responseTimeout`, `invalidResponse`, `connectionClosed`; or
     ///   `CancellationError`. Reading the body throws `HTTPTransportError` too

@@ -23,7 +23,7 @@ protocol OriginExchangeDelegate: AnyObject {
 /// back to the exchange's delegate, judged before anyone else sees it.
 ///
 /// Every byte an origin sends ends in one of three ways: an interim head passed on, a response
-/// passed on, or an ``HTTPTransportError`` for that one exchange and a closed connection. A
+/// passed on, or an `HTTPTransportError` for that one exchange and a closed connection. A
 /// status below 100 (whose framing HTTP does not define), an unasked switch of protocols, a
 /// response nobody asked for, and every framing or syntax error SwiftNIO's decoder reports
 /// become `invalidResponse`. Nothing an origin sends reaches a `precondition`.

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 
 /// A loaded resource whose body is read as it arrives: for bodies of any size, or of no known
-/// end, which ``ResourceLoader/stream(_:body:policy:priority:)`` never holds whole.
+/// end, which ``ResourceLoader/stream(_:body:policy:priority:interim:)`` never holds whole.
 public struct ResourceStream: Sendable {
     /// The status and header fields. An answer from the cache carries `Age`.
     public var response: HTTPResponse

@@ -376,7 +376,7 @@ public final class ResourceLoader: Sendable {
     /// ``CachePolicy/returnCacheDataDontLoad`` (with no shared tier to ask first). `nil` when the
     /// answer needs the network or a shared tier (or is a redirect to follow): then
     /// ``load(_:body:policy:priority:progress:)`` or
-    /// ``stream(_:body:policy:priority:)`` the request, which looks it up again.
+    /// ``stream(_:body:policy:priority:interim:)`` the request, which looks it up again.
     ///
     /// For a server that answers hits on the thread that read the request, without a hop to
     /// another executor. It reads the disk tier unless `readsDisk` is `false`: a disk read may
