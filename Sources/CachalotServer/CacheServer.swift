@@ -298,9 +298,7 @@ public final class CacheServer: Service, Sendable {
                     if let immediate {
                         try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
                     }
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel
-                    )
+                    return try (ClosingOnRelease.self as any AcceptedConnectionWrapping.Type).wrap(channel)
                 }
             }
     }
@@ -368,5 +366,27 @@ extension CacheServer {
                 cacheStatus: cacheStatus
             )
         )
+    }
+}
+
+/// Wraps a connection the listener accepted.
+private protocol AcceptedConnectionWrapping {
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+}
+
+/// Wraps accepted connections so that one released unserved is closed, not a trap.
+///
+/// A connection accepted in the same turn as the listener closes at shutdown is wrapped after
+/// the listener's stream has ended, and released without being served. SwiftNIO's
+/// `init(wrappingChannelSynchronously:)` then stops the process with "Deinited NIOAsyncWriter
+/// without calling finish()" (apple/swift-nio#2637; the soak benchmark met it in 4 of 8 runs
+/// stopped under load). `init(synchronouslyWrapping:)` closes such a connection when it is
+/// released instead; SwiftNIO deprecates it only to prefer explicit teardown, which every
+/// connection that is served still gets (`executeThenClose`). Called through the protocol, so
+/// that the deprecation is said once, here.
+private enum ClosingOnRelease: AcceptedConnectionWrapping {
+    @available(*, deprecated, message: "Closes a connection released unserved instead of trapping; see the type.")
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart> {
+        try NIOAsyncChannel(synchronouslyWrapping: channel)
     }
 }

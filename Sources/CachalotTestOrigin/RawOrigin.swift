@@ -102,7 +102,7 @@ public final class RawOrigin: Sendable {
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    try acceptedConnections.wrap(channel) as NIOAsyncChannel<ByteBuffer, ByteBuffer>
                 }
             }
         let origin = RawOrigin(port: channel.channel.localAddress?.port ?? 0, listener: channel.channel)

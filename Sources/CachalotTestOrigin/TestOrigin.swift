@@ -114,9 +114,8 @@ public final class TestOrigin: Sendable {
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel
-                    )
+                    return try acceptedConnections.wrap(channel)
+                        as NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
                 }
             }
         let port = channel.channel.localAddress?.port ?? 0

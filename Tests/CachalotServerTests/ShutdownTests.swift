@@ -11,6 +11,10 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Graceful shutdown")
 struct ShutdownTests {
     @Test("A request in flight when shutdown begins is finished and stored; run() then returns")
@@ -32,6 +36,36 @@ struct ShutdownTests {
         #expect(finished.text == "finished")
         try await proxy.stop()
         #expect(try proxy.disk.count == 1)
+    }
+
+    @Test("Shutting down while clients connect as fast as they can ends run(), and never stops the process")
+    func connectionsDuringShutdown() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "x") }
+        defer { origin.stop() }
+        for _ in 0..<20 {
+            let proxy = try await ProxyHarness(origin: origin)
+            let port = proxy.port
+            let connecting = Task {
+                // Plain connects, closed at once: some are accepted as the listener closes.
+                while !Task.isCancelled {
+                    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                    var address = sockaddr_in()
+                    address.sin_family = sa_family_t(AF_INET)
+                    address.sin_port = in_port_t(UInt16(port).bigEndian)
+                    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                    let result = withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                    close(descriptor)
+                    if result != 0 { await Task.yield() }
+                }
+            }
+            try await proxy.stop()
+            connecting.cancel()
+            await connecting.value
+        }
     }
 
     @Test("A response still streaming at the deadline is cut off and leaves no entry on disk")
