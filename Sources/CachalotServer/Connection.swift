@@ -68,6 +68,14 @@ struct ResponseWriter: Sendable {
         self.pendingHead = HTTPResponseHead(response, version: self.version)
     }
 
+    /// Writes the pending head now, without waiting for the body's first piece: for a body that
+    /// comes from the origin, whose first piece may be long in coming (or never come).
+    mutating func flushHead() async throws {
+        guard let head = self.pendingHead else { return }
+        self.pendingHead = nil
+        try await self.outbound.write(.head(head))
+    }
+
     /// Writes a piece of the body (with the head, if it has not gone yet).
     mutating func body(_ data: Data) async throws {
         try await self.write(data, ending: false)

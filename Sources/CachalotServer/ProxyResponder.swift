@@ -92,6 +92,8 @@ struct ProxyResponder: Responder {
             try await writer.whole(whole)
             sent = whole.count
         case .whole:
+            // The origin's head goes at once: its body may be slow to come, or stall.
+            try await writer.flushHead()
             for try await piece in answer.body {
                 try await writer.body(piece)
                 sent += piece.count

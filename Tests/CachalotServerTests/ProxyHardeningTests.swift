@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Cachalot
 import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
@@ -321,6 +322,26 @@ struct ProxyHardeningTests {
         #expect(RawClient.statuses(in: old) == [200], "\(old)")
         #expect(raw.requests.count == 2)
         try await proxy.stop()
+    }
+
+    @Test("An origin that sends its head and then stalls: the client gets the head at once, then the connection closes")
+    func stalledBody() async throws {
+        let raw = try await RawOrigin.start { _ in
+            .init(
+                "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nCache-Control: max-age=60\r\n\r\nonly some",
+                staysOpen: true
+            )
+        }
+        defer { raw.stop() }
+        let unused = try await TestOrigin.start { _ in .init(body: "never asked") }
+        let proxy = try await ProxyHarness(origin: unused, originTimeout: .milliseconds(300)) {
+            $0.origin = raw.url("/")
+        }
+        let received = try await RawClient.exchange("GET /s HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [200], "\(received)")
+        #expect(received.hasSuffix("only some"), "\(received)")
+        try await proxy.stop()
+        #expect(try proxy.disk.count == 0)
     }
 
     @Test("An origin's status 000 with a body gets 502 for that request, and the proxy serves the next one")

@@ -42,6 +42,11 @@ struct Tmpfs {
         _ = try? Self.run(["umount", self.path])
     }
 
+    /// Unmounts it; `false` if it could not be, as when a file on it is still open.
+    func tryUnmount() -> Bool {
+        (try? Self.run(["umount", self.path])) != nil
+    }
+
     /// Runs a command of a few milliseconds to its end.
     private static func run(_ command: [String]) throws {
         let status = try ChildProcess.start(command[0], Array(command.dropFirst())).waitForExit().status
