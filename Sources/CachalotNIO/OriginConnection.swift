@@ -14,7 +14,7 @@ final class OriginConnection: Sendable {
     }
 
     /// Whether the connection may take an exchange: open, and none in progress. On any thread,
-    /// so only a hint; ``exchange(_:body:timeouts:onReusable:)`` fails at once on a connection
+    /// so only a hint; ``exchange(_:body:timeouts:interim:onReusable:)`` fails at once on a connection
     /// that turns out closed.
     var isOpen: Bool { self.channel.isActive }
 

@@ -71,12 +71,6 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     /// The error that closed the connection between exchanges, such as a failed TLS handshake.
     private var idleError: (any Error)?
 
-    /// Whether the connection can take an exchange now.
-    var isIdle: Bool {
-        if case .idle = self.state, self.context?.channel.isActive == true { return true }
-        return false
-    }
-
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
     }

@@ -61,6 +61,11 @@ public final class RawOrigin: Sendable {
         self.listener = listener
     }
 
+    /// How many connections it has accepted so far.
+    public var connectionCount: Int {
+        self.connections.withLock { $0.count }
+    }
+
     /// The heads of the requests received so far (request line and fields), in order.
     public var requests: [String] {
         self.received.withLock { $0 }

@@ -3,9 +3,11 @@ import HTTPTypes
 
 /// Sends HTTP requests for a ``ResourceLoader``: the one part of it that touches the network.
 ///
-/// Cachalot ships two: `AsyncHTTPClientTransport` (module `CachalotAsyncHTTPClient`), for
-/// servers and Linux, and `URLSessionTransport` (module `CachalotURLSession`), with
-/// Foundation's own cache switched off. A transport does no caching of its own.
+/// Cachalot ships three: `NIOTransport` (module `CachalotNIO`), which owns its exchange on
+/// SwiftNIO's HTTP/1.1 codec so that no byte an origin sends can trap, for servers and Linux;
+/// `AsyncHTTPClientTransport` (module `CachalotAsyncHTTPClient`); and `URLSessionTransport`
+/// (module `CachalotURLSession`), with Foundation's own cache switched off. A transport does no
+/// caching of its own.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` with `body` and returns the response's head as soon as it arrives, with
     /// its body to read as it comes.

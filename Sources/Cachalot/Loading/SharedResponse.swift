@@ -42,6 +42,8 @@ final class SharedResponse: Sendable {
         /// The pieces held, from the byte at `firstOffset` on; those before it are in `spool`.
         var pieces: [Data] = []
         var firstOffset = 0
+        /// The number, from the body's first, of the first piece held.
+        var firstPiece = 0
         var heldBytes = 0
         /// The file the body is written to as it arrives, if it is.
         var spool: BodySpool?
@@ -71,30 +73,37 @@ final class SharedResponse: Sendable {
             guard count > 0 else { return }
             self.pieces.removeFirst(count)
             self.firstOffset = offset
+            self.firstPiece += count
             self.heldBytes = held
         }
 
-        /// What a reader at `offset` reads next.
-        func next(at offset: Int) -> Next {
-            if offset < self.firstOffset, let spool = self.spool {
-                return .spooled(spool, count: min(SharedResponse.spooledRead, self.firstOffset - offset))
+        /// What a reader at `place` reads next.
+        ///
+        /// A reader in memory moves from piece to piece, so its next piece is the one after the
+        /// last it read; one that comes back from the file arrives at the first piece held, since
+        /// a read from the file stops where memory began.
+        func next(at place: Place) -> Next {
+            if place.offset < self.firstOffset, let spool = self.spool {
+                return .spooled(spool, count: min(SharedResponse.spooledRead, self.firstOffset - place.offset))
             }
-            var start = self.firstOffset
-            for piece in self.pieces {
-                if start == offset { return .piece(piece) }
-                if start > offset { break }
-                start += piece.count
-            }
-            if offset >= self.firstOffset + self.heldBytes, let end = self.end { return .end(end) }
-            if offset >= self.firstOffset + self.heldBytes { return .wait }
-            // Within a piece: cannot happen, as readers move from piece to piece.
-            return .end(.failure(LoadError(.transport, "A shared body was read out of step.")))
+            let index = (place.offset == self.firstOffset ? self.firstPiece : place.piece) - self.firstPiece
+            if index >= 0, index < self.pieces.count { return .piece(self.pieces[index], self.firstPiece + index) }
+            if let end = self.end { return .end(end) }
+            return .wait
         }
+    }
+
+    /// Where a reader is: the byte it reads next, and the number of the piece that begins there
+    /// if it read the one before from memory.
+    private struct Place {
+        var offset = 0
+        var piece = 0
     }
 
     /// What a reader does next.
     private enum Next {
-        case piece(Data)
+        /// This piece, with its number.
+        case piece(Data, Int)
         case spooled(BodySpool, count: Int)
         case end(Result<Void, any Error>)
         case wait
@@ -175,19 +184,21 @@ final class SharedResponse: Sendable {
         for waiter in waiters.values { waiter.resume() }
     }
 
-    /// The body's next piece for a reader at `offset`, waiting until it has arrived; `nil`
-    /// after the last.
+    /// The body's next piece for a reader at `place`, waiting until it has arrived; `nil` after
+    /// the last. `place` moves past what is returned.
     ///
     /// A reader whose task is cancelled stops at once, waiting or not: the body goes on arriving
     /// for the other readers and for the cache.
     ///
     /// - Throws: `CancellationError` when the reading task is cancelled; the error that broke the
     ///   body; or `LoadError` if the file a reader that fell behind reads from cannot be read.
-    private func piece(at offset: Int) async throws -> Data? {
+    private func piece(at place: inout Place) async throws -> Data? {
         while true {
             try Task.checkCancellation()
-            switch self.state.withLock({ $0.next(at: offset) }) {
-            case .piece(let piece):
+            let offset = place.offset
+            switch self.state.withLock({ $0.next(at: place) }) {
+            case .piece(let piece, let number):
+                place = Place(offset: offset + piece.count, piece: number + 1)
                 return piece
             case .spooled(let spool, let count):
                 let data: Data
@@ -203,6 +214,7 @@ final class SharedResponse: Sendable {
                 guard !data.isEmpty else {
                     throw LoadError(.storage, "A shared body's file ended before the body it held.")
                 }
+                place.offset += data.count
                 return data
             case .end(let result):
                 try result.get()
@@ -245,12 +257,10 @@ final class SharedResponse: Sendable {
 
         struct Iterator: AsyncIteratorProtocol {
             let response: SharedResponse
-            var offset = 0
+            var place = Place()
 
             mutating func next() async throws -> Data? {
-                let piece = try await self.response.piece(at: self.offset)
-                self.offset += piece?.count ?? 0
-                return piece
+                try await self.response.piece(at: &self.place)
             }
         }
     }
