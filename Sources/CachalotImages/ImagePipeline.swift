@@ -92,8 +92,8 @@ public final class ImagePipeline: Sendable {
     public let memory: MemoryCache<String, Bitmap>
     let loader: ResourceLoader
     let variants: (any DataCaching)?
-    private let flights: Coalescer<Bitmap>
-    private let encodedFlights: Coalescer<EncodedImage>
+    private let flights: Flights<String, Bitmap>
+    private let encodedFlights: Flights<String, EncodedImage>
     private let decoding: HostLimiter
     private let tickets = Atomic<Int>(0)
     /// Runs, and variants being written.
@@ -127,8 +127,8 @@ public final class ImagePipeline: Sendable {
         self.decoding = HostLimiter(limit: configuration.maximumConcurrentDecodes)
         let pending = PendingWork()
         self.pending = pending
-        self.flights = Coalescer(counting: pending)
-        self.encodedFlights = Coalescer(counting: pending)
+        self.flights = Flights(counting: pending)
+        self.encodedFlights = Flights(counting: pending)
         self.now = now
     }
 
@@ -167,7 +167,7 @@ public final class ImagePipeline: Sendable {
         if let bitmap = self.memory.value(forKey: key) { return bitmap }
         return try await self.flights.run(key, priority: priority.rawValue, progress: nil) { run in
             try await self.make(key, url: url, processors: processors, priority: priority, run: run)
-        }
+        }.value
     }
 
     /// Waits until the variants made so far, and the originals the loader loaded for them, are
@@ -210,7 +210,7 @@ public final class ImagePipeline: Sendable {
                 encoding: encoding,
                 priority: priority
             )
-        }
+        }.value
     }
 
     /// What one flight of ``encodedImage(for:processors:encoding:priority:)`` does: the original
@@ -241,7 +241,7 @@ public final class ImagePipeline: Sendable {
         url: URL,
         processors: [any ImageProcessing],
         priority: ResourceLoader.Priority,
-        run: Coalescer<Bitmap>.Run
+        run: Flights<String, Bitmap>.Run
     ) async throws -> Bitmap {
         if !processors.isEmpty, let stored = self.storedVariant(key) {
             let bitmap = try await self.decoded { try self.configuration.decoder.decode(stored.data) }
@@ -284,7 +284,7 @@ public final class ImagePipeline: Sendable {
     private func store(
         _ key: String,
         expiry: Date,
-        after run: Coalescer<Bitmap>.Run,
+        after run: Flights<String, Bitmap>.Run,
         _ encode: @escaping @Sendable () -> Data?
     ) {
         guard let variants = self.variants else { return }

@@ -29,7 +29,7 @@ public final class Prefetch: Sendable {
     private struct Item {
         var task: Task<Void, Never>?
         /// The run the load waits for and its number among the run's callers, once it waits.
-        var waiting: (run: String, caller: Int)?
+        var waiting: (flight: FlightKey, caller: Int)?
     }
 
     /// The loads, by URL; a class of its own, so that the loads' tasks can hold it.
@@ -50,7 +50,7 @@ public final class Prefetch: Sendable {
                     _ = try? await loader.load(
                         HTTPRequest(method: .get, url: url),
                         priority: priority,
-                        onWaiting: { run, caller in items.state.withLock { $0[url]?.waiting = (run, caller) } }
+                        onWaiting: { flight, caller in items.state.withLock { $0[url]?.waiting = (flight, caller) } }
                     )
                 }
             }
@@ -74,7 +74,7 @@ public final class Prefetch: Sendable {
     /// Changes the priority of the load of `url` while it waits for its host.
     public func setPriority(_ priority: ResourceLoader.Priority, for url: URL) {
         guard let waiting = self.items.state.withLock({ $0[url]?.waiting }) else { return }
-        self.loader.coalescer.setPriority(priority.rawValue, key: waiting.run, caller: waiting.caller)
+        self.loader.flights.setPriority(priority.rawValue, key: waiting.flight, caller: waiting.caller)
     }
 
     /// Waits until every load of the prefetch has finished or been cancelled.

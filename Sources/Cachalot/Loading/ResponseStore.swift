@@ -41,8 +41,21 @@ struct ResponseStore: Sendable {
     let disk: (any DataCaching)?
     /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:failed:)``.
     let shared: [any AsyncDataCaching]
+    /// The disk tier, if it can take a body as it arrives.
+    let streamingDisk: (any StreamingDataCaching)?
     /// The reads of the shared tiers in flight, shared by identical lookups.
     let sharedReads = ReadFlights<Result<StoredEntry?, CacheError>>()
+
+    init(
+        memory: MemoryCache<ResponseKey, StoredEntry>?,
+        disk: (any DataCaching)?,
+        shared: [any AsyncDataCaching]
+    ) {
+        self.memory = memory
+        self.disk = disk
+        self.streamingDisk = disk as? any StreamingDataCaching
+        self.shared = shared
+    }
 
     /// The stored response that `request` selects under `url`, and where it was.
     func lookup(_ url: ResponseKey, for request: HTTPRequest, readsDisk: Bool = true) throws(CacheError) -> Lookup {

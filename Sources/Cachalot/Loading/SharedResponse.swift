@@ -23,22 +23,20 @@ final class SharedResponse: Sendable {
     /// The most bytes of body held in memory once the body is also in a file.
     static let window = 2 << 20
 
-    /// What the loads that followed are told once the origin's head has arrived.
-    enum Head: Sendable {
-        /// An answer made whole (a 304 that freshened the stored response, a stale answer to an
-        /// origin error): each follower gets it as it is.
-        case whole(Resource)
-        /// A response whose body is read from here; followers whose request it matches (by its
-        /// `Vary`) read it.
-        case shared(HTTPResponse, StoredResponse, length: Int)
-        /// Nothing to share: the followers send their own requests.
-        case unshared
-        /// The request failed: followers fail the same way (a cancelled leader is `unshared`).
-        case failed(any Error)
+    /// The response's head.
+    let response: HTTPResponse
+    /// The response as it is stored, for the `Vary` check of the loads that read it.
+    let stored: StoredResponse
+    /// The body's length.
+    let length: Int
+
+    init(response: HTTPResponse, stored: StoredResponse, length: Int) {
+        self.response = response
+        self.stored = stored
+        self.length = length
     }
 
     private struct State {
-        var head: Head?
         /// The pieces held, from the byte at `firstOffset` on; those before it are in `spool`.
         var pieces: [Data] = []
         var firstOffset = 0
@@ -51,7 +49,6 @@ final class SharedResponse: Sendable {
         /// piece appended is in it.
         var spooledEnd: Int?
         var end: Result<Void, any Error>?
-        var headWaiters: [CheckedContinuation<Head, Never>] = []
         /// Loads waiting for a piece or the end, by a number of their own: all are woken by
         /// either, and one alone when its task is cancelled.
         var pieceWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
@@ -113,32 +110,6 @@ final class SharedResponse: Sendable {
     static let spooledRead = 256 << 10
 
     private let state = Mutex(State())
-
-    /// The head, once the leading load has published it.
-    func head() async -> Head {
-        await withCheckedContinuation { continuation in
-            let head = self.state.withLock { state in
-                if state.head == nil { state.headWaiters.append(continuation) }
-                return state.head
-            }
-            if let head { continuation.resume(returning: head) }
-        }
-    }
-
-    /// How many loads wait for the head: for tests.
-    var waitingForHead: Int {
-        self.state.withLock { $0.headWaiters.count }
-    }
-
-    /// Tells every load waiting for the head what it is.
-    func publish(_ head: Head) {
-        let waiters = self.state.withLock { state in
-            state.head = head
-            defer { state.headWaiters = [] }
-            return state.headWaiters
-        }
-        for waiter in waiters { waiter.resume(returning: head) }
-    }
 
     /// Adds a piece of the body.
     func append(_ piece: Data) {
@@ -262,34 +233,6 @@ final class SharedResponse: Sendable {
             mutating func next() async throws -> Data? {
                 try await self.response.piece(at: &self.place)
             }
-        }
-    }
-}
-
-/// The shared responses in flight, by what identifies identical requests.
-final class SharedResponses: Sendable {
-    private let flights = Mutex<[String: SharedResponse]>([:])
-
-    /// The response in flight for `key`, and whether the caller leads it (it must publish its
-    /// head, and `end` it).
-    func join(_ key: String) -> (response: SharedResponse, isLeader: Bool) {
-        self.flights.withLock { flights in
-            if let response = flights[key] { return (response, false) }
-            let response = SharedResponse()
-            flights[key] = response
-            return (response, true)
-        }
-    }
-
-    /// The response in flight for `key`, if any: for tests.
-    func inFlight(_ key: String) -> SharedResponse? {
-        self.flights.withLock { $0[key] }
-    }
-
-    /// Takes `response` out of flight: later loads send their own requests (or find it stored).
-    func end(_ key: String, _ response: SharedResponse) {
-        self.flights.withLock { flights in
-            if flights[key] === response { flights[key] = nil }
         }
     }
 }

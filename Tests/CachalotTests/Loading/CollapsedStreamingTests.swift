@@ -86,11 +86,11 @@ struct CollapsedStreamingTests {
         )
         let url = origin.url("/large")
         let slow = try await loader.stream(HTTPRequest(method: .get, url: url))
-        let flight = try #require(loader.sharedResponses.inFlight("fetch " + url.absoluteString))
+        let flight = try #require(loader.sharedResponse(url))
         var iterator = slow.body.makeAsyncIterator()
         var received = try #require(try await iterator.next())
         // The reader stops; the body goes on arriving, into the file, until it is whole.
-        while loader.sharedResponses.inFlight("fetch " + url.absoluteString) != nil { await Task.yield() }
+        while loader.sharedResponse(url) != nil { await Task.yield() }
         #expect(flight.heldBytes <= SharedResponse.window + (1 << 20), "\(flight.heldBytes)")
         await loader.waitForBackgroundWork()
         let stored = try await loader.stream(HTTPRequest(method: .get, url: url))
@@ -115,8 +115,7 @@ struct CollapsedStreamingTests {
         while origin.requests.isEmpty { await Task.yield() }
         async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
         // The first is at the origin; the second waits for its head.
-        let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/s").absoluteString))
-        while flight.waitingForHead == 0 { await Task.yield() }
+        while loader.callersOfStreamedFlight(origin.url("/s")) < 2 { await Task.yield() }
         gate.open()
         let streams = try await [first, second]
         #expect(streams.filter(\.isCollapsed).count == 1)
@@ -144,8 +143,7 @@ struct CollapsedStreamingTests {
         async let first = loader.stream(french)
         while origin.requests.isEmpty { await Task.yield() }
         async let second = loader.stream(german)
-        let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/v").absoluteString))
-        while flight.waitingForHead == 0 { await Task.yield() }
+        while loader.callersOfStreamedFlight(origin.url("/v")) < 2 { await Task.yield() }
         gate.open()
         #expect(try await Self.read(try await first) == Data("fr".utf8))
         let other = try await second
@@ -167,8 +165,7 @@ struct CollapsedStreamingTests {
             async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
             while origin.requests.isEmpty { await Task.yield() }
             async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
-            let flight = try #require(loader.sharedResponses.inFlight("fetch " + origin.url("/n").absoluteString))
-            while flight.waitingForHead == 0 { await Task.yield() }
+            while loader.callersOfStreamedFlight(origin.url("/n")) < 2 { await Task.yield() }
             gate.open()
             for stream in try await [first, second] {
                 #expect(!stream.isCollapsed)

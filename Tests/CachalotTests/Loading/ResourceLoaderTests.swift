@@ -136,7 +136,7 @@ struct ResourceLoaderTests {
         try await withThrowingTaskGroup(of: Resource.self) { group in
             for _ in 0..<1_000 { group.addTask { try await loader.load(url) } }
             await arrived.wait(for: 1)
-            while loader.coalescer.callers < 1_000 { await Task.yield() }
+            while loader.flights.callers < 1_000 { await Task.yield() }
             gate.open()
             var answers = 0
             for try await resource in group {
@@ -163,7 +163,7 @@ struct ResourceLoaderTests {
         let leaving = Task { try await loader.load(url) }
         let staying = Task { try await loader.load(url) }
         await arrived.wait(for: 1)
-        while loader.coalescer.callers < 2 { await Task.yield() }
+        while loader.flights.callers < 2 { await Task.yield() }
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }
         gate.open()
@@ -192,7 +192,7 @@ struct ResourceLoaderTests {
         only.cancel()
         await #expect(throws: CancellationError.self) { try await only.value }
         await transport.cancellations.wait(for: 1)
-        #expect(loader.coalescer.callers == 0)
+        #expect(loader.flights.callers == 0)
     }
 
     @Test("offline: the stored response whatever its age, or 504 without one, and nothing sent")

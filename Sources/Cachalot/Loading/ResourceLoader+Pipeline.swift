@@ -1,0 +1,358 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+/// The one pipeline that `load` and `stream` share: a step decided (``LoadPlan``), the shared
+/// tiers asked, a flight to the origin joined or started, redirects followed. Loads and streams
+/// differ only in what their flight delivers: a body read whole, or a body to read as it arrives.
+extension ResourceLoader {
+    /// What a caller wants of an answer from the network.
+    enum Delivery {
+        /// The body read whole (`load`), telling `progress` how much has arrived, and
+        /// `onWaiting` which flight the caller waits for.
+        case whole(
+            (@Sendable (LoadProgress) -> Void)?,
+            (@Sendable (_ flight: FlightKey, _ caller: Int) -> Void)?
+        )
+        /// The body to read as it arrives (`stream`), with the interim responses of the request
+        /// the caller sends.
+        case streamed(Interim?)
+
+        var interim: Interim? {
+            guard case .streamed(let interim) = self else { return nil }
+            return interim
+        }
+    }
+
+    /// Answers `request`, starting from `first` if it was decided already, and follows the
+    /// redirects of its answer, up to ``Configuration/maximumRedirects``: each hop is a load of
+    /// its own, answered from the cache or the network and stored by its own rules under its
+    /// own URL.
+    func answer(
+        _ request: HTTPRequest,
+        body: Data?,
+        policy: CachePolicy?,
+        priority: Priority,
+        delivery: Delivery,
+        first: LoadPlan.Step? = nil
+    ) async throws -> ResourceStream {
+        var (request, body, step) = (request, body, first)
+        var redirects: [URL] = []
+        while true {
+            var answer = try await self.hop(request, body: body, policy: policy, priority: priority, delivery, step)
+            step = nil
+            guard redirects.count < self.configuration.maximumRedirects,
+                Redirect.isFollowed(answer.response.status.code),
+                let next = Redirect.request(following: answer.response, to: request, body: body),
+                let url = next.request.url
+            else {
+                answer.redirects = redirects
+                return answer
+            }
+            // The redirect's own body is read (and so stored, if it may be), up to a bound.
+            try await answer.drainRedirect(from: request.url)
+            redirects.append(url)
+            (request, body) = next
+        }
+    }
+
+    /// One hop: `request` answered from the cache, the shared tiers or the network.
+    private func hop(
+        _ request: HTTPRequest,
+        body: Data?,
+        policy: CachePolicy?,
+        priority: Priority,
+        _ delivery: Delivery,
+        _ step: LoadPlan.Step?
+    ) async throws -> ResourceStream {
+        var step = try step ?? self.step(for: request, policy: policy)
+        if step.answer == nil { step = await self.consultingSharedTiers(step, for: request, policy: policy) }
+        var answer: ResourceStream
+        switch step {
+        case .answer(let resource), .answerAndRevalidate(let resource, _, _):
+            return ResourceStream(resource)
+        case .storedOnly:
+            answer = ResourceStream(LoadPlan.unavailable)
+        case .uncached:
+            answer = try await self.withHostSlot(of: request, priority: priority.rawValue) {
+                let reply = try await self.sendUncached(request, body: body, interim: delivery.interim)
+                let body = ResponseBody(reply, to: request, loader: self)
+                guard case .whole(let progress, _) = delivery else { return self.stream(of: body) }
+                let received = try await body.collect(progress: progress)
+                return ResourceStream(Resource(body: received, response: reply.response, source: .network))
+            }
+            answer.forwardReason = .method
+        case .exchange(let key, let validating, let reason):
+            answer = try await self.fly(request, key: key, validating: validating, priority: priority, delivery)
+            answer.forwardReason = reason
+        }
+        self.counters.answer(answer.source, bytes: answer.answeredBytes)
+        return answer
+    }
+
+    // MARK: - Steps
+
+    /// Decides the load without waiting for anything, and counts it: everything but the network
+    /// happens here, so that a hit never suspends.
+    func step(for request: HTTPRequest, policy: CachePolicy?) throws -> LoadPlan.Step {
+        let step = try self.plan(request, policy: policy)
+        self.counters.request()
+        if let resource = step.answer { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return step
+    }
+
+    /// The step for `request`, uncounted, with its background revalidation started if it asks
+    /// for one.
+    func plan(_ request: HTTPRequest, policy: CachePolicy?, readsDisk: Bool = true) throws -> LoadPlan.Step {
+        guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
+            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
+        }
+        guard request.method == .get else { return .uncached }
+        let policy = policy ?? self.configuration.policy
+        // A reload ignores what is stored: no need to read it (from disk, perhaps).
+        let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request, readsDisk: readsDisk)
+        return self.plan(request, key: key, policy: policy, lookup: lookup)
+    }
+
+    /// The step for `request` given what is stored for it, uncounted, with its background
+    /// revalidation started if it asks for one.
+    private func plan(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        policy: CachePolicy,
+        lookup: ResponseStore.Lookup?
+    ) -> LoadPlan.Step {
+        let step = LoadPlan.step(
+            for: request,
+            key: key,
+            policy: policy,
+            lookup: lookup,
+            rules: self.configuration.rules,
+            at: self.now(),
+            hasSharedTiers: !self.store.shared.isEmpty
+        )
+        guard case .answerAndRevalidate(let resource, let key, let cached) = step else { return step }
+        self.revalidateInBackground(request, key: key, cached: cached)
+        return .answer(resource)
+    }
+
+    /// What is stored for `request`; `nil` if reading the cache failed.
+    private func lookup(_ key: ResponseKey, for request: HTTPRequest, readsDisk: Bool) -> ResponseStore.Lookup? {
+        do {
+            return try self.store.lookup(key, for: request, readsDisk: readsDisk)
+        } catch {
+            self.logger.debug(
+                "Reading the cache failed; loading instead",
+                metadata: ["key": "\(key.string)", "error": "\(error)"]
+            )
+            return nil
+        }
+    }
+
+    /// `step` taken again with what the shared tiers hold, when it needs the network only
+    /// because memory and disk had nothing to use: a response found there is promoted to the
+    /// tiers above it and decided on as if it had been found in memory. The step is left as it
+    /// is when the request or the policy would not use what a tier holds, or no shared tier has
+    /// a response newer than the one the step validates.
+    func consultingSharedTiers(
+        _ step: LoadPlan.Step,
+        for request: HTTPRequest,
+        policy: CachePolicy?
+    ) async -> LoadPlan.Step {
+        guard !self.store.shared.isEmpty else { return step }
+        let (key, validating): (ResponseKey, CachedResponse?)
+        switch step {
+        case .exchange(let exchangeKey, let validated, let reason) where reason != .request && reason != .bypass:
+            (key, validating) = (exchangeKey, validated)
+        case .storedOnly(let storedKey):
+            (key, validating) = (storedKey, nil)
+        default:
+            return step
+        }
+        self.counters.sharedLookup()
+        let epoch = self.removals.epoch
+        let found = await self.store.lookupShared(key, for: request) { error in
+            self.logger.debug(
+                "Reading a shared tier failed; going on without it",
+                metadata: ["key": "\(key.string)", "error": "\(error)"]
+            )
+        }
+        // A response found while an invalidation or a purge ran may be what it removed.
+        guard let found, self.removals.isUnchanged(since: epoch),
+            validating.map({ found.response.stored.responseTime > $0.stored.responseTime }) ?? true
+        else { return step }
+        let promotion = self.store.store(found.response, url: key, request: request, sharedTiers: 0..<found.tier)
+        await self.write(promotion, key: key, run: nil)
+        let policy = policy ?? self.configuration.policy
+        let step = self.plan(request, key: key, policy: policy, lookup: .found(found.response, .shared(found.tier)))
+        if let resource = step.answer { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return step
+    }
+
+    // MARK: - Flights
+
+    /// Joins the flight of identical requests for `key`, or starts it, and takes its answer:
+    /// for a whole delivery, the answer read whole; for a streamed one, the head and a body to
+    /// read as it arrives, shared where it can be. A caller whose request the shared answer
+    /// does not match, or that gets no share of an answer that cannot be shared, sends its own
+    /// request.
+    private func fly(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        validating: CachedResponse?,
+        priority: Priority,
+        _ delivery: Delivery
+    ) async throws -> ResourceStream {
+        let answer: Flights<FlightKey, FlightAnswer>.Boarding
+        switch delivery {
+        case .whole(let progress, let onWaiting):
+            let flight = FlightKey.whole(key, request, validating: validating != nil)
+            var reportWaiting: (@Sendable (Int) -> Void)?
+            if let onWaiting { reportWaiting = { caller in onWaiting(flight, caller) } }
+            answer = try await self.flights.run(
+                flight,
+                priority: priority.rawValue,
+                progress: progress,
+                onWaiting: reportWaiting
+            ) { run in
+                FlightAnswer.whole(try await self.exchangeWhole(request, key: key, validating: validating, run: run))
+            }
+        case .streamed(let interim):
+            let flight = FlightKey(key, validating: validating != nil, kind: .streamed)
+            answer = try await self.flights.run(flight, priority: priority.rawValue, progress: nil) { run in
+                try await self.exchangeShared(request, key: key, validating: validating, run: run, interim: interim)
+            }
+        }
+        switch answer.value {
+        case .whole(let resource):
+            var stream = ResourceStream(resource)
+            stream.isCollapsed = answer.joined
+            return stream
+        case .shared(let shared) where shared.stored.matches(request):
+            var stream = ResourceStream(
+                response: shared.response,
+                source: .network,
+                body: shared.body,
+                length: shared.length
+            )
+            stream.isStoring = true
+            stream.isCollapsed = answer.joined
+            return stream
+        case .own(let claim):
+            if let stream = claim.take() { return stream }
+        case .shared:
+            break
+        }
+        return try await self.withHostSlot(of: request, priority: priority.rawValue) {
+            switch try await self.exchange(
+                request,
+                key: key,
+                validating: validating,
+                run: nil,
+                interim: delivery.interim
+            )
+            {
+            case .answered(let resource): ResourceStream(resource)
+            case .response(let incoming): self.stream(of: ResponseBody(incoming, loader: self))
+            }
+        }
+    }
+
+    /// The operation of a flight whose callers want the answer whole: the request sent when its
+    /// host has a free slot, and the answer read and stored if the rules allow.
+    private func exchangeWhole(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        validating: CachedResponse?,
+        run: Run
+    ) async throws -> Resource {
+        try await self.withHostSlot(of: request, ticket: run.id, priority: run.priority) {
+            switch try await self.exchange(request, key: key, validating: validating, run: run, interim: nil) {
+            case .answered(let resource):
+                return resource
+            case .response(let incoming):
+                let body = try await ResponseBody(incoming, loader: self).collect(progress: run.report, run: run)
+                return Resource(body: body, response: incoming.reply.response, source: .network)
+            }
+        }
+    }
+
+    /// The operation of a flight whose callers stream the answer: the request sent, holding a
+    /// slot of its host until the head arrives. A response that can be shared answers the
+    /// flight's callers as soon as its head is here, and its body is then read from the origin
+    /// into the shared response (and stored on the way) at the origin's pace, as the flight's
+    /// background work; the flight ends when it is whole.
+    ///
+    /// Only a response that is stored, bounded (its body is held for the readers) and fresh is
+    /// shared: the loads that join could use it stored without validating it.
+    private func exchangeShared(
+        _ request: HTTPRequest,
+        key: ResponseKey,
+        validating: CachedResponse?,
+        run: Run,
+        interim: Interim?
+    ) async throws -> FlightAnswer {
+        let exchanged = try await self.withHostSlot(of: request, ticket: run.id, priority: run.priority) {
+            try await self.exchange(request, key: key, validating: validating, run: nil, interim: interim)
+        }
+        let incoming: Incoming
+        switch exchanged {
+        case .answered(let resource): return .whole(resource)
+        case .response(let response): incoming = response
+        }
+        var body = ResponseBody(incoming, loader: self)
+        let stored = incoming.stored
+        let isFresh =
+            stored.freshnessLifetime(isShared: self.configuration.rules.isShared) > stored.age(at: self.now())
+            && !stored.cacheControl.isNoCache
+        guard body.isStoring, isFresh, let length = incoming.expectedLength else {
+            return .own(Claim(self.stream(of: body)))
+        }
+        let shared = SharedResponse(response: incoming.reply.response, stored: stored, length: length)
+        body.shared = shared
+        run.answer(.shared(shared))
+        do {
+            for try await piece in body { shared.append(piece) }
+            shared.finish(.success(()))
+        } catch {
+            shared.finish(.failure(error))
+        }
+        return .shared(shared)
+    }
+
+    /// A response from the network as a stream whose body is stored as it is read.
+    private func stream(of body: ResponseBody) -> ResourceStream {
+        var stream = ResourceStream(
+            response: body.reply.response,
+            source: .network,
+            body: HTTPBody(body) { $0 },
+            length: body.expectedLength
+        )
+        stream.isStoring = body.isStoring
+        return stream
+    }
+
+    /// Starts revalidating `cached` in the background, unless a revalidation of `key` is in
+    /// flight.
+    private func revalidateInBackground(_ request: HTTPRequest, key: ResponseKey, cached: CachedResponse) {
+        let flight = FlightKey(key, validating: true, kind: .revalidation)
+        self.flights.start(flight, priority: Priority.low.rawValue) { run in
+            FlightAnswer.whole(try await self.exchangeWhole(request, key: key, validating: cached, run: run))
+        }
+    }
+
+    /// Runs `body` holding one of the request's host's slots (see
+    /// ``Configuration/maximumConnectionsPerHost``), waiting for it by `priority` under
+    /// `ticket`, by which its priority can be changed.
+    private func withHostSlot<Result>(
+        of request: HTTPRequest,
+        ticket: Int = -1 - Int.random(in: 0..<Int.max),
+        priority: Int,
+        _ body: () async throws -> Result
+    ) async throws -> Result {
+        let host = request.authority ?? ""
+        try await self.hosts.acquire(host, ticket: ticket, priority: priority)
+        defer { self.hosts.release(host) }
+        return try await body()
+    }
+}
