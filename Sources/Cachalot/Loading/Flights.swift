@@ -220,13 +220,11 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
             answer: { [weak self] value in self?.answer(key, run: id, with: value) }
         )
         self.running.begin()
+        // The operation (and what it holds, a loader, say) is let go as soon as it returns:
+        // before the run counts as ended, not when the task's closure happens to be freed.
+        let operation = Claim(operation)
         let task = Task {
-            let result: Result<Value, any Error>
-            do {
-                result = .success(try await operation(run))
-            } catch {
-                result = .failure(error)
-            }
+            let result = await Self.perform(operation.take(), run)
             self.finish(key, run: id, with: result)
             guard !run.afterAnswering.isEmpty else {
                 self.running.end()
@@ -247,6 +245,18 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
         // Every caller left before the task was recorded.
         if isAbandoned { task.cancel() }
+    }
+
+    private static func perform(
+        _ operation: (@Sendable (Run) async throws -> Value)?,
+        _ run: Run
+    ) async -> Result<Value, any Error> {
+        guard let operation else { return .failure(CancellationError()) }
+        do {
+            return .success(try await operation(run))
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Changes the priority of one caller of the run for `key`; the run takes the priority of

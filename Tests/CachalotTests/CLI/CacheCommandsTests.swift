@@ -51,6 +51,7 @@ struct CacheCommandsTests {
         #expect(
             listed.map { $0["url"] as? String } == ["/fresh", "/stale", "/vary"].map { origin.url($0).absoluteString }
         )
+        try #require(listed.count == 3)
         let (fresh, stale, vary) = (listed[0], listed[1], listed[2])
         #expect(fresh["size"] as? Int == 5 && fresh["status"] as? Int == 200)
         #expect(fresh["fresh"] as? Bool == true && fresh["freshnessLifetime"] as? Int == 600)

@@ -35,6 +35,8 @@ struct ServeCommandTests {
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.clientConfiguration()
         )
+        // Shut down even when the test throws: a client freed running traps.
+        defer { Self.shutDownIfRunning(client) }
         var statuses: [String] = []
         for _ in 0..<2 {
             let response = try await client.execute(
@@ -95,6 +97,8 @@ struct ServeCommandTests {
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.clientConfiguration()
         )
+        // Shut down even when the test throws: a client freed running traps.
+        defer { Self.shutDownIfRunning(client) }
         let response = try await client.execute(
             HTTPClientRequest(url: "http://127.0.0.1:\(port)/e"),
             timeout: .seconds(30)
@@ -121,6 +125,8 @@ struct ServeCommandTests {
                 eventLoopGroup: HTTPClient.defaultEventLoopGroup,
                 configuration: AsyncHTTPClientTransport.clientConfiguration()
             )
+            // Shut down even when the test throws: a client freed running traps.
+            defer { Self.shutDownIfRunning(client) }
             var statuses: [String] = []
             var metrics = ""
             for _ in 0..<2 {
@@ -190,6 +196,8 @@ struct ServeCommandTests {
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.clientConfiguration()
         )
+        // Shut down even when the test throws: a client freed running traps.
+        defer { Self.shutDownIfRunning(client) }
         let signed = "/w32/photo.jpg"
         let signature = ImageEndpoint.signature(of: signed, key: Data(repeating: 0x0F, count: 32))
         var statuses: [UInt] = []
@@ -211,6 +219,11 @@ struct ServeCommandTests {
         child.send(SIGTERM)
         let run = await CommandLineTool.finish(child)
         #expect(run.status == 0, "\(run.errors)")
+    }
+
+    /// Shuts `client` down if the test did not get as far as doing so.
+    private static func shutDownIfRunning(_ client: HTTPClient) {
+        try? client.syncShutdown()
     }
 
     private static func listeningPorts(_ child: ChildProcess) -> [String: Int] {
