@@ -259,8 +259,10 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     /// When the connection closes unless the body's end comes.
     private var totalDeadline = NIODeadline.distantFuture
     private var timer: Scheduled<Void>?
-    /// Whether a response has begun and not ended: the proxy answered before the body's end (413).
-    private var isResponding = false
+    /// Whether a response to the request has begun, ended or not: the proxy answered before the
+    /// body's end (413). A second response to one request would break the connection's framing
+    /// (and NIO's pipeline handler traps on it in a debug build): a timeout then only closes.
+    private var isAnswered = false
     private var hasExpired = false
 
     init(
@@ -281,6 +283,7 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             let now = NIODeadline.now()
             self.head = head
+            self.isAnswered = false
             self.totalDeadline = now + self.total
             self.deadline = min(now + self.idle, self.totalDeadline)
         case .body:
@@ -299,9 +302,8 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch Self.unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200: self.isResponding = true
-        case .end: self.isResponding = false
-        case .head, .body: break
+        case .head(let head) where head.status.code >= 200: self.isAnswered = true
+        case .head, .body, .end: break
         }
         context.write(data, promise: promise)
     }
@@ -336,10 +338,10 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
             "Closed a connection whose client did not send its request body in time",
             metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
         )
-        if let head = self.head, !self.isResponding {
+        if let head = self.head, !self.isAnswered {
             self.onTimeout?(head, context.channel.remoteAddress, .now() - (self.totalDeadline - self.total))
         }
-        guard !self.isResponding else {
+        guard !self.isAnswered else {
             context.close(promise: nil)
             return
         }

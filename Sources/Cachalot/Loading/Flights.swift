@@ -30,23 +30,6 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         package let afterAnswering = DeferredWork()
     }
 
-    /// Work to do after a run's callers are answered, such as writing what they got to disk.
-    package final class DeferredWork: Sendable {
-        private let work = Mutex<[@Sendable () -> Void]>([])
-
-        package func add(_ work: @escaping @Sendable () -> Void) {
-            self.work.withLock { $0.append(work) }
-        }
-
-        fileprivate var isEmpty: Bool {
-            self.work.withLock { $0.isEmpty }
-        }
-
-        fileprivate func run() {
-            for work in self.work.withLock({ $0 }) { work() }
-        }
-    }
-
     /// What a caller gets: the run's answer, and whether the caller joined a run that another
     /// started.
     package typealias Boarding = (value: Value, joined: Bool)
@@ -342,5 +325,22 @@ public struct LoadProgress: Sendable, Hashable {
     public init(received: Int, expected: Int?) {
         self.received = received
         self.expected = expected
+    }
+}
+
+/// Work to do after a run's callers are answered, such as writing what they got to disk.
+package final class DeferredWork: Sendable {
+    private let work = Mutex<[@Sendable () -> Void]>([])
+
+    package func add(_ work: @escaping @Sendable () -> Void) {
+        self.work.withLock { $0.append(work) }
+    }
+
+    var isEmpty: Bool {
+        self.work.withLock { $0.isEmpty }
+    }
+
+    func run() {
+        for work in self.work.withLock({ $0 }) { work() }
     }
 }

@@ -44,7 +44,7 @@ enum LoadPlan {
         for request: HTTPRequest,
         key: ResponseKey,
         policy: CachePolicy,
-        lookup: ResponseStore.Lookup?,
+        lookup: TierChain.Lookup?,
         rules: CacheRules,
         at now: Date,
         hasSharedTiers: Bool

@@ -112,7 +112,7 @@ extension ResourceLoader {
                     )
                 else { return .notSelected }
                 let updated = CachedResponse(stored: freshened, body: cached.body)
-                await self.save(updated, key: key, request: request, run: run)
+                await self.tiers.save(updated, url: key, request: request, after: run?.afterAnswering)
                 return .exchanged(
                     .answered(LoadPlan.answer(updated, source: .revalidated, at: responseTime, rules: rules))
                 )
@@ -144,7 +144,7 @@ extension ResourceLoader {
                     request: request,
                     stored: stored,
                     url: key,
-                    storage: isStorable ? self.store.key(for: stored, url: key, request: request) : nil,
+                    storage: isStorable ? self.tiers.key(for: stored, url: key, request: request) : nil,
                     expectedLength: expected
                 )
             )
@@ -172,7 +172,7 @@ extension ResourceLoader {
         }
         try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
-            await self.invalidate(ResponseKey(self.configuration.keyTransform?(url) ?? url))
+            await self.tiers.invalidate(ResponseKey(self.configuration.keyTransform?(url) ?? url))
         }
         return reply
     }

@@ -120,7 +120,7 @@ extension ResourceLoader {
         _ request: HTTPRequest,
         key: ResponseKey,
         policy: CachePolicy,
-        lookup: ResponseStore.Lookup?
+        lookup: TierChain.Lookup?
     ) -> LoadPlan.Step {
         let step = LoadPlan.step(
             for: request,
@@ -129,7 +129,7 @@ extension ResourceLoader {
             lookup: lookup,
             rules: self.configuration.rules,
             at: self.now(),
-            hasSharedTiers: !self.store.shared.isEmpty
+            hasSharedTiers: !self.tiers.shared.isEmpty
         )
         guard case .answerAndRevalidate(let resource, let key, let cached) = step else { return step }
         self.revalidateInBackground(request, key: key, cached: cached)
@@ -137,9 +137,9 @@ extension ResourceLoader {
     }
 
     /// What is stored for `request`; `nil` if reading the cache failed.
-    private func lookup(_ key: ResponseKey, for request: HTTPRequest, readsDisk: Bool) -> ResponseStore.Lookup? {
+    private func lookup(_ key: ResponseKey, for request: HTTPRequest, readsDisk: Bool) -> TierChain.Lookup? {
         do {
-            return try self.store.lookup(key, for: request, readsDisk: readsDisk)
+            return try self.tiers.lookup(key, for: request, readsDisk: readsDisk)
         } catch {
             self.logger.debug(
                 "Reading the cache failed; loading instead",
@@ -159,7 +159,7 @@ extension ResourceLoader {
         for request: HTTPRequest,
         policy: CachePolicy?
     ) async -> LoadPlan.Step {
-        guard !self.store.shared.isEmpty else { return step }
+        guard !self.tiers.shared.isEmpty else { return step }
         let (key, validating): (ResponseKey, CachedResponse?)
         switch step {
         case .exchange(let exchangeKey, let validated, let reason) where reason != .request && reason != .bypass:
@@ -170,19 +170,18 @@ extension ResourceLoader {
             return step
         }
         self.counters.sharedLookup()
-        let epoch = self.removals.epoch
-        let found = await self.store.lookupShared(key, for: request) { error in
+        let epoch = self.tiers.removals.epoch
+        let found = await self.tiers.lookupShared(key, for: request) { error in
             self.logger.debug(
                 "Reading a shared tier failed; going on without it",
                 metadata: ["key": "\(key.string)", "error": "\(error)"]
             )
         }
         // A response found while an invalidation or a purge ran may be what it removed.
-        guard let found, self.removals.isUnchanged(since: epoch),
+        guard let found, self.tiers.removals.isUnchanged(since: epoch),
             validating.map({ found.response.stored.responseTime > $0.stored.responseTime }) ?? true
         else { return step }
-        let promotion = self.store.store(found.response, url: key, request: request, sharedTiers: 0..<found.tier)
-        await self.write(promotion, key: key, run: nil)
+        await self.tiers.save(found.response, url: key, request: request, sharedTiers: 0..<found.tier, after: nil)
         let policy = policy ?? self.configuration.policy
         let step = self.plan(request, key: key, policy: policy, lookup: .found(found.response, .shared(found.tier)))
         if let resource = step.answer { self.counters.answer(resource.source, bytes: resource.body.count) }

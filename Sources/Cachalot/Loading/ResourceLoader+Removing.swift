@@ -16,7 +16,7 @@ extension ResourceLoader {
         else { return 0 }
         let url = key.string
         let variants = url + "\n"
-        return try await self.removeResponses { key, _ in key == url || key.hasPrefix(variants) }
+        return try await self.tiers.remove { key, _ in key == url || key.hasPrefix(variants) }
     }
 
     /// Removes every stored response whose URL starts with `prefix` (as the loader keys it:
@@ -28,7 +28,7 @@ extension ResourceLoader {
     /// - Complexity: O(*n*) in the number of stored entries.
     @discardableResult
     public func removeResponses(withPrefix prefix: String) async throws(CacheError) -> Int {
-        try await self.removeResponses { key, _ in key.hasPrefix(prefix) }
+        try await self.tiers.remove { key, _ in key.hasPrefix(prefix) }
     }
 
     /// Removes every stored response tagged with `tag`: one of the surrogate keys its origin
@@ -40,7 +40,7 @@ extension ResourceLoader {
     /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
     @discardableResult
     public func removeResponses(taggedWith tag: String) async throws(CacheError) -> Int {
-        try await self.removeResponses { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
+        try await self.tiers.remove { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
     }
 
     /// Removes every stored response received before `date` (a revalidated one counts from its
@@ -51,7 +51,7 @@ extension ResourceLoader {
     /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
     @discardableResult
     public func removeResponses(storedBefore date: Date) async throws(CacheError) -> Int {
-        try await self.removeResponses { _, stored in stored().map { $0.responseTime < date } ?? false }
+        try await self.tiers.remove { _, stored in stored().map { $0.responseTime < date } ?? false }
     }
 
     /// Removes every stored response, from every tier.
@@ -60,7 +60,7 @@ extension ResourceLoader {
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
     @discardableResult
     public func removeAllResponses() async throws(CacheError) -> Int {
-        try await self.removeResponses { _, _ in true }
+        try await self.tiers.remove { _, _ in true }
     }
 
     /// The bytes the disk tier holds, if it is a ``DiskCache`` (`nil` for another kind, 0 for none).
@@ -69,74 +69,8 @@ extension ResourceLoader {
     ///   not be read.
     public var diskSize: Int? {
         get throws(CacheError) {
-            guard let disk = self.store.disk else { return 0 }
+            guard let disk = self.tiers.disk else { return 0 }
             return try (disk as? any SizedDataCaching)?.totalSize
         }
-    }
-
-    /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
-    /// response (`nil` for a list of variants), in every tier, once the writes queued before
-    /// are made.
-    private func removeResponses(
-        where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
-    ) async throws(CacheError) -> Int {
-        try await self.removals.run { () async throws(CacheError) in
-            // A write queued before the purge must not land after it and bring back what it removed.
-            let ticket = self.writes.enqueue(bytes: 0) {}
-            self.writes.drain()
-            await self.writes.wait(untilMade: ticket)
-            await self.sharedWrites.waitForWrites(to: nil)
-            // The shared tiers first: a load meanwhile cannot bring back from them what memory
-            // and disk no longer hold. A tier that fails does not stop the others.
-            var removed = 0
-            var failure: CacheError?
-            for tier in self.store.shared {
-                do throws(CacheError) {
-                    removed += try await tier.removeValues { key, metadata in
-                        isRemoved(key) { StoredResponse(decoding: metadata) }
-                    }
-                } catch {
-                    failure = error
-                }
-            }
-            removed += try self.removeLocalResponses(where: isRemoved)
-            if let failure { throw failure }
-            return removed
-        }
-    }
-
-    /// Removes every entry that `isRemoved` accepts in memory and on disk.
-    private func removeLocalResponses(
-        where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
-    ) throws(CacheError) -> Int {
-        let disk = self.store.disk as? any EnumerableDataCaching
-        guard disk != nil || self.store.disk == nil else {
-            throw .invalidConfiguration(
-                "Removing responses by URL or tag needs a disk tier that lists its keys (an EnumerableDataCaching, "
-                    + "such as DiskCache); nothing was removed."
-            )
-        }
-        var removed =
-            self.store.memory?.removeValues { key, entry in
-                isRemoved(key.string) {
-                    guard case .response(let response) = entry else { return nil }
-                    return response.stored
-                }
-            } ?? 0
-        guard let disk else { return removed }
-        for entry in try disk.entries() {
-            var failure: CacheError?
-            let matches = isRemoved(entry.key) {
-                do throws(CacheError) {
-                    return try disk.metadata(forKey: entry.key).flatMap { StoredResponse(decoding: $0.metadata) }
-                } catch {
-                    failure = error
-                    return nil
-                }
-            }
-            if let failure { throw failure }
-            if matches, try disk.removeValue(forKey: entry.key) { removed += 1 }
-        }
-        return removed
     }
 }

@@ -33,7 +33,8 @@ public final class ResourceLoader: Sendable {
     public let configuration: Configuration
 
     let transport: any HTTPTransport
-    let store: ResponseStore
+    /// Memory, disk and the shared tiers, as one chain.
+    let tiers: TierChain
     let now: @Sendable () -> Date
     let logger: Logger
     /// Requests to the origin in flight, shared by identical loads.
@@ -46,12 +47,6 @@ public final class ResourceLoader: Sendable {
     public let maximumEntrySize: Int
     /// Flights, background revalidations and disk writes not yet done.
     let pending: PendingWork
-    /// Responses stored in memory, on their way to disk in the order they were stored.
-    let writes: OrderedWrites
-    /// Responses on their way to the shared tiers.
-    let sharedWrites: SharedWrites
-    /// Invalidations and purges, which reads of the shared tiers must not overlap.
-    let removals = Removals()
 
     /// Makes a loader.
     ///
@@ -82,16 +77,17 @@ public final class ResourceLoader: Sendable {
             : try MemoryCache<ResponseKey, StoredEntry>(configuration: .init(costLimit: configuration.memoryCostLimit))
         self.configuration = configuration
         self.transport = transport
-        self.store = ResponseStore(memory: memory, disk: disk, shared: shared)
         self.now = now
         self.logger = logger
-        self.counters = LoaderCounters(configuration.metrics)
+        let counters = LoaderCounters(configuration.metrics)
+        self.counters = counters
         let hosts = HostLimiter(limit: configuration.maximumConnectionsPerHost)
         self.hosts = hosts
         let pending = PendingWork()
         self.pending = pending
-        self.writes = OrderedWrites(counting: pending)
-        self.sharedWrites = SharedWrites(counting: pending, largestBacklog: Self.largestWriteBacklog)
+        self.tiers = TierChain(memory: memory, disk: disk, shared: shared, counting: pending) { failure in
+            Self.count(failure, counters: counters, logger: logger)
+        }
         self.flights = Flights(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
         let limit = (disk as? any SizedDataCaching)?.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max
@@ -99,6 +95,23 @@ public final class ResourceLoader: Sendable {
 
     deinit {
         self.cancelBackgroundWork()
+    }
+
+    /// Counts and logs what failed in a tier.
+    private static func count(_ failure: TierChain.Failure, counters: LoaderCounters, logger: Logger) {
+        switch failure {
+        case .storing(let key, let error):
+            counters.storageFailure()
+            logger.debug("Storing a response failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
+        case .sharedStoring(let key, let error):
+            counters.sharedStorageFailure()
+            logger.debug(
+                "Storing a response in a shared tier failed",
+                metadata: ["key": "\(key.string)", "error": "\(error.map { "\($0)" } ?? "its backlog is full")"]
+            )
+        case .invalidating(let key, let error):
+            logger.debug("Invalidating failed", metadata: ["key": "\(key.string)", "error": "\(error)"])
+        }
     }
 
     /// What the loader has done so far.

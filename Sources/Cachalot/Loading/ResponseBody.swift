@@ -186,7 +186,7 @@ struct ResponseBody: AsyncSequence, Sendable {
         /// the stored entry's if the response is being stored, else one discarded once read.
         /// Does nothing where there is no such file to be had.
         private mutating func spool() throws(CacheError) {
-            guard self.maySpool, let disk = self.body.loader.store.streamingDisk, let incoming = self.body.incoming
+            guard self.maySpool, let disk = self.body.loader.tiers.streamingDisk, let incoming = self.body.incoming
             else { return }
             let name = self.isStoring ? incoming.storage?.key.string : nil
             let writer = try disk.makeEntryWriter(
@@ -250,7 +250,7 @@ struct ResponseBody: AsyncSequence, Sendable {
                     }
                 }
                 if let storage, let names = storage.storage?.names {
-                    loader.commit(writer, variants: names, url: storage.url)
+                    loader.tiers.commit(writer, variants: names, url: storage.url)
                 } else {
                     writer.discard()
                 }
@@ -259,7 +259,12 @@ struct ResponseBody: AsyncSequence, Sendable {
                 if self.isCollecting { self.collected = self.held }
                 if let storage {
                     let response = CachedResponse(stored: storage.stored, body: self.held)
-                    await loader.save(response, key: storage.url, request: storage.request, run: self.run)
+                    await loader.tiers.save(
+                        response,
+                        url: storage.url,
+                        request: storage.request,
+                        after: self.run?.afterAnswering
+                    )
                 }
             }
             self.held = Data()

@@ -17,7 +17,7 @@ extension FuzzTarget {
     /// - a request that it matches has the same variant key as the one it was stored for;
     /// - a variant's key is the same whether made from a request's parts or from the URL's
     ///   string, and hashes the same;
-    /// - the names kept under the URL (``ResponseStore``'s variants metadata) read back as they
+    /// - the names kept under the URL (``TierChain``'s variants metadata) read back as they
     ///   were written.
     public static func vary(_ bytes: UnsafeRawBufferPointer) {
         let blocks = String(decoding: bytes, as: UTF8.self).split(
@@ -76,10 +76,10 @@ extension FuzzTarget {
         let entry = DataCacheEntry(
             key: url.string,
             data: Data(),
-            metadata: ResponseStore.variantsMetadata(names),
+            metadata: TierChain.variantsMetadata(names),
             created: Self.now
         )
-        guard case .variants(let read)? = ResponseStore.decode(entry) else {
+        guard case .variants(let read)? = TierChain.decode(entry) else {
             preconditionFailure("the variants metadata does not read as variants")
         }
         precondition(read == names, "the Vary names \(names) read back as \(read)")

@@ -115,7 +115,9 @@ struct CollapsedStreamingTests {
         while origin.requests.isEmpty { await Task.yield() }
         async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
         // The first is at the origin; the second waits for its head.
-        while loader.callersOfStreamedFlight(origin.url("/s")) < 2 { await Task.yield() }
+        while loader.callersOfStreamedFlight(origin.url("/s")) < 2, origin.requests.count < 2 {
+            await Task.yield()
+        }
         gate.open()
         let streams = try await [first, second]
         #expect(streams.filter(\.isCollapsed).count == 1)
@@ -143,7 +145,9 @@ struct CollapsedStreamingTests {
         async let first = loader.stream(french)
         while origin.requests.isEmpty { await Task.yield() }
         async let second = loader.stream(german)
-        while loader.callersOfStreamedFlight(origin.url("/v")) < 2 { await Task.yield() }
+        while loader.callersOfStreamedFlight(origin.url("/v")) < 2, origin.requests.count < 2 {
+            await Task.yield()
+        }
         gate.open()
         #expect(try await Self.read(try await first) == Data("fr".utf8))
         let other = try await second
@@ -165,7 +169,9 @@ struct CollapsedStreamingTests {
             async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
             while origin.requests.isEmpty { await Task.yield() }
             async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
-            while loader.callersOfStreamedFlight(origin.url("/n")) < 2 { await Task.yield() }
+            while loader.callersOfStreamedFlight(origin.url("/n")) < 2, origin.requests.count < 2 {
+                await Task.yield()
+            }
             gate.open()
             for stream in try await [first, second] {
                 #expect(!stream.isCollapsed)

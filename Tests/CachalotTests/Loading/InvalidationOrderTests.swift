@@ -24,7 +24,7 @@ struct InvalidationOrderTests {
         let post = Task { try await loader.load(HTTPRequest(method: .post, url: origin.url("/item"))) }
         // Either the removal reaches the disk now (before the held write: the bug), or the loader
         // queues it behind that write and waits.
-        for _ in 0..<1_000_000 where disk.removals == 0 && loader.writes.waiterCount == 0 {
+        for _ in 0..<1_000_000 where disk.removals == 0 && loader.tiers.writes.waiterCount == 0 {
             await Task.yield()
         }
         disk.release()
@@ -52,7 +52,7 @@ struct InvalidationOrderTests {
                 _ = try await loader.removeResponses(for: origin.url("/item"))
             }
         }
-        for _ in 0..<1_000_000 where shared.removals == 0 && loader.sharedWrites.waiterCount == 0 {
+        for _ in 0..<1_000_000 where shared.removals == 0 && loader.tiers.sharedWrites.waiterCount == 0 {
             await Task.yield()
         }
         shared.gate.open()

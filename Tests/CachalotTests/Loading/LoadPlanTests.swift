@@ -11,7 +11,7 @@ struct LoadPlanTests {
     let key = ResponseKey(of: Messages.request())!
 
     func step(
-        _ lookup: ResponseStore.Lookup?,
+        _ lookup: TierChain.Lookup?,
         request pairs: [(String, String)] = [],
         at seconds: TimeInterval = 0,
         policy: CachePolicy = .useProtocolCachePolicy,
@@ -28,7 +28,7 @@ struct LoadPlanTests {
         )
     }
 
-    func found(_ pairs: [(String, String)], in tier: StorageTier = .memory) -> ResponseStore.Lookup {
+    func found(_ pairs: [(String, String)], in tier: StorageTier = .memory) -> TierChain.Lookup {
         .found(CachedResponse(stored: Messages.stored(200, pairs), body: Data("body".utf8)), tier)
     }
 

@@ -69,7 +69,7 @@ struct SharedTierTests {
             }
             // One load reads the shared tier; the seven others wait for its read (or, if reads
             // were not shared, all eight read).
-            while loader.store.sharedReads.waiters(for: "0 " + url.absoluteString) < 7, shared.reads < 8 {
+            while loader.tiers.sharedReads.waiters(for: "0 " + url.absoluteString) < 7, shared.reads < 8 {
                 await Task.yield()
             }
             gate.open()

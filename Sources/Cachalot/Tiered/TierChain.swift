@@ -29,14 +29,30 @@ enum StoredEntry: Sendable {
 /// Where a stored response was found.
 enum StorageTier: Sendable, Equatable {
     case memory, disk
-    /// The shared tier at this index of ``ResponseStore/shared``.
+    /// The shared tier at this index of ``TierChain/shared``.
     case shared(Int)
 }
 
-/// The loader's responses in the memory tier, over the disk tier, over the shared tiers that
-/// answer after a wait: keys, variants, and the metadata format. A hit in a tier is promoted to
-/// every tier above it; a store and a removal reach every tier.
-struct ResponseStore: Sendable {
+/// The loader's responses in one ordered chain of tiers: memory, over the disk, over the
+/// shared tiers that answer after a wait. It knows the keys, the variants and the metadata
+/// format, and the order of things: a hit in a tier is promoted to every tier above it; a
+/// store reaches memory at once, the disk in the order of the stores, and the shared tiers
+/// from tasks of their own; an invalidation or a purge reaches every tier, after the writes
+/// queued before it, so that none of them brings back what it removed.
+///
+/// A tier that fails does not fail the answer: the failure goes to the chain's owner, to count
+/// and log.
+final class TierChain: Sendable {
+    /// What failed in a tier, for the owner to count and log: the answer stands.
+    enum Failure: Sendable {
+        /// Writing the disk tier (a full disk, say).
+        case storing(ResponseKey, CacheError)
+        /// Writing a shared tier; `nil` when the write was not even queued, its backlog full.
+        case sharedStoring(ResponseKey, CacheError?)
+        /// Removing what an unsafe method's answer made outdated.
+        case invalidating(ResponseKey, CacheError)
+    }
+
     let memory: MemoryCache<ResponseKey, StoredEntry>?
     let disk: (any DataCaching)?
     /// The tiers below the disk, in order; asked only by ``lookupShared(_:for:failed:)``.
@@ -45,16 +61,34 @@ struct ResponseStore: Sendable {
     let streamingDisk: (any StreamingDataCaching)?
     /// The reads of the shared tiers in flight, shared by identical lookups.
     let sharedReads = ReadFlights<Result<StoredEntry?, CacheError>>()
+    /// Responses stored in memory, on their way to disk in the order they were stored.
+    let writes: OrderedWrites
+    /// Responses on their way to the shared tiers.
+    let sharedWrites: SharedWrites
+    /// Invalidations and purges, which reads of the shared tiers must not overlap.
+    let removals = Removals()
+    private let failed: @Sendable (Failure) -> Void
 
+    /// The bytes of bodies waiting for the disk beyond which a store waits for the disk.
+    static let largestWriteBacklog = 64 << 20
+
+    /// - Parameters:
+    ///   - pending: Counts the writes not yet made.
+    ///   - failed: Told what failed in a tier.
     init(
         memory: MemoryCache<ResponseKey, StoredEntry>?,
         disk: (any DataCaching)?,
-        shared: [any AsyncDataCaching]
+        shared: [any AsyncDataCaching],
+        counting pending: PendingWork,
+        failed: @escaping @Sendable (Failure) -> Void
     ) {
         self.memory = memory
         self.disk = disk
         self.streamingDisk = disk as? any StreamingDataCaching
         self.shared = shared
+        self.writes = OrderedWrites(counting: pending)
+        self.sharedWrites = SharedWrites(counting: pending, largestBacklog: Self.largestWriteBacklog)
+        self.failed = failed
     }
 
     /// The stored response that `request` selects under `url`, and where it was.
@@ -143,8 +177,8 @@ struct ResponseStore: Sendable {
 
     /// Stores `response` to `request` under `url`, or under its variant's key if it varies, in
     /// memory at once; returns the writes to the disk tier and to `sharedTiers` (default: every
-    /// shared tier), for the caller to make when it suits.
-    func store(
+    /// shared tier), for ``write(_:key:after:)`` to make.
+    private func stage(
         _ response: CachedResponse,
         url: ResponseKey,
         request: HTTPRequest,
@@ -221,19 +255,19 @@ struct ResponseStore: Sendable {
 
     /// Removes what is stored under `url` in memory. Variants become unreachable and age out;
     /// so do they with ``removeFromDisk(_:)`` and ``removeShared(_:)``.
-    func removeFromMemory(_ url: ResponseKey) {
+    private func removeFromMemory(_ url: ResponseKey) {
         _ = self.memory?.removeValue(forKey: url)
     }
 
     /// Removes what is stored under `url` on disk.
-    func removeFromDisk(_ url: ResponseKey) throws(CacheError) {
+    private func removeFromDisk(_ url: ResponseKey) throws(CacheError) {
         try self.disk?.removeValue(forKey: url.string)
     }
 
     /// Removes what is stored under `url` in every shared tier, going on past a tier that fails.
     ///
     /// - Throws: The last tier's error, if any failed.
-    func removeShared(_ url: ResponseKey) async throws(CacheError) {
+    private func removeShared(_ url: ResponseKey) async throws(CacheError) {
         var failure: CacheError?
         for tier in self.shared {
             do throws(CacheError) { try await tier.removeValue(forKey: url.string) } catch { failure = error }
@@ -294,5 +328,155 @@ struct ResponseStore: Sendable {
         case .response(let response): response.cost
         case .variants(let names): names.reduce(64) { $0 + $1.utf8.count }
         }
+    }
+
+    // MARK: - Storing and removing
+
+    /// Stores `response` in memory now, and in the other tiers later (see
+    /// ``write(_:key:after:)``).
+    ///
+    /// - Parameter sharedTiers: The shared tiers it goes to; default: all.
+    func save(
+        _ response: CachedResponse,
+        url: ResponseKey,
+        request: HTTPRequest,
+        sharedTiers: Range<Int>? = nil,
+        after answering: DeferredWork?
+    ) async {
+        await self.write(
+            self.stage(response, url: url, request: request, sharedTiers: sharedTiers),
+            key: url,
+            after: answering
+        )
+    }
+
+    /// Makes `later`, the writes that follow memory's: on disk once the callers have their
+    /// answer (with `answering`, the work deferred until then; without, from a task of lower
+    /// priority), so that a miss does not wait for the disk, unless the disk is
+    /// ``largestWriteBacklog`` behind (then the caller makes the writes, or waits, so that the
+    /// queue, held in memory, stays bounded) or there is no memory tier (then the response is
+    /// on disk before the caller goes on, so that the next load finds it); in the shared tiers
+    /// from a task of their own, never waited for. Disk writes are made in the order of this
+    /// call.
+    private func write(_ later: Writes, key: ResponseKey, after answering: DeferredWork?) async {
+        let failed = self.failed
+        let ticket = self.writes.enqueue(bytes: later.bytes) {
+            do throws(CacheError) { try later.disk() } catch { failed(.storing(key, error)) }
+        }
+        if let shared = later.shared {
+            let isStarted = self.sharedWrites.enqueue(key: key.string, bytes: later.bytes) { () async in
+                do throws(CacheError) { try await shared() } catch { failed(.sharedStoring(key, error)) }
+            }
+            if !isStarted { failed(.sharedStoring(key, nil)) }
+        }
+        if self.memory == nil {
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
+        } else if ticket.backlog > Self.largestWriteBacklog {
+            self.writes.drain()
+            await self.writes.wait(untilBacklogIsAtMost: Self.largestWriteBacklog)
+        } else if let answering {
+            answering.add { [writes] in writes.drain() }
+        } else {
+            Task(priority: .background) { [writes] in writes.drain() }
+        }
+    }
+
+    /// Makes a large body written as it arrived into the stored entry, under `url`'s variant if
+    /// its responses vary on `names`.
+    func commit(_ writer: any DataCacheWriting, variants names: [String], url: ResponseKey) {
+        do throws(CacheError) {
+            try writer.commit()
+            if !names.isEmpty { try self.storeVariants(names, url: url) }
+        } catch {
+            self.failed(.storing(url, error))
+        }
+    }
+
+    /// Removes what is stored under `key` from every tier, after the writes to them queued
+    /// before (so that none of them brings it back later), and returns once it is gone: the
+    /// next lookup cannot find what the invalidation made outdated. The shared tiers go
+    /// first, so that a load meanwhile cannot bring back from them what memory and disk no
+    /// longer hold.
+    func invalidate(_ key: ResponseKey) async {
+        let failed = self.failed
+        await self.removals.run { () async in
+            if !self.shared.isEmpty {
+                await self.sharedWrites.waitForWrites(to: key.string)
+                do throws(CacheError) { try await self.removeShared(key) } catch { failed(.invalidating(key, error)) }
+            }
+            self.removeFromMemory(key)
+            let ticket = self.writes.enqueue(bytes: 0) { [self] in
+                do throws(CacheError) { try self.removeFromDisk(key) } catch { failed(.invalidating(key, error)) }
+            }
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
+        }
+    }
+
+    /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
+    /// response (`nil` for a list of variants), in every tier, once the writes queued before
+    /// are made.
+    func remove(
+        where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
+    ) async throws(CacheError) -> Int {
+        try await self.removals.run { () async throws(CacheError) in
+            // A write queued before the purge must not land after it and bring back what it removed.
+            let ticket = self.writes.enqueue(bytes: 0) {}
+            self.writes.drain()
+            await self.writes.wait(untilMade: ticket)
+            await self.sharedWrites.waitForWrites(to: nil)
+            // The shared tiers first: a load meanwhile cannot bring back from them what memory
+            // and disk no longer hold. A tier that fails does not stop the others.
+            var removed = 0
+            var failure: CacheError?
+            for tier in self.shared {
+                do throws(CacheError) {
+                    removed += try await tier.removeValues { key, metadata in
+                        isRemoved(key) { StoredResponse(decoding: metadata) }
+                    }
+                } catch {
+                    failure = error
+                }
+            }
+            removed += try self.removeLocal(where: isRemoved)
+            if let failure { throw failure }
+            return removed
+        }
+    }
+
+    /// Removes every entry that `isRemoved` accepts in memory and on disk.
+    private func removeLocal(
+        where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
+    ) throws(CacheError) -> Int {
+        let disk = self.disk as? any EnumerableDataCaching
+        guard disk != nil || self.disk == nil else {
+            throw .invalidConfiguration(
+                "Removing responses by URL or tag needs a disk tier that lists its keys (an EnumerableDataCaching, "
+                    + "such as DiskCache); nothing was removed."
+            )
+        }
+        var removed =
+            self.memory?.removeValues { key, entry in
+                isRemoved(key.string) {
+                    guard case .response(let response) = entry else { return nil }
+                    return response.stored
+                }
+            } ?? 0
+        guard let disk else { return removed }
+        for entry in try disk.entries() {
+            var failure: CacheError?
+            let matches = isRemoved(entry.key) {
+                do throws(CacheError) {
+                    return try disk.metadata(forKey: entry.key).flatMap { StoredResponse(decoding: $0.metadata) }
+                } catch {
+                    failure = error
+                    return nil
+                }
+            }
+            if let failure { throw failure }
+            if matches, try disk.removeValue(forKey: entry.key) { removed += 1 }
+        }
+        return removed
     }
 }
