@@ -137,7 +137,10 @@ struct ProxyHardeningTests {
         try await proxy.stop()
     }
 
-    @Test("A client that stops reading a response is disconnected after the send timeout", .timeLimit(.minutes(1)))
+    @Test(
+        "A client that stops reading a response is disconnected after the send timeout, logged off the event loop",
+        .timeLimit(.minutes(1))
+    )
     func clientStopsReading() async throws {
         // More than the kernel's buffers on both ends hold, so that the proxy's fills.
         let body = Data(repeating: 1, count: 48 << 20)
@@ -157,6 +160,8 @@ struct ProxyHardeningTests {
         }
         #expect(received > 0)
         #expect(received < body.count)
+        // An event loop never waits on the log's output.
+        #expect(proxy.logs.loggedOnEventLoop("stopped reading").isEmpty)
         try await proxy.stop()
     }
 
