@@ -47,6 +47,8 @@ public final class CacheServer: Service, Sendable {
     let metrics: ServerMetrics?
     /// Writes the access log; `nil` without one.
     let accessLog: AccessLogWriter?
+    /// Writes what the event loops log to ``logger``, off them.
+    let loopLog: LoopLog
     /// The image endpoint and the pipeline that makes its images, over ``loader``.
     let images: (ImageEndpoint, ImagePipeline)?
     private let group: any EventLoopGroup
@@ -104,6 +106,7 @@ public final class CacheServer: Service, Sendable {
         self.loader = loader
         self.group = group
         self.logger = logger
+        self.loopLog = LoopLog(logger)
         self.connections = ConnectionRegistry(limit: configuration.limits.maximumConnections)
         self.adminConnections = ConnectionRegistry(limit: configuration.limits.maximumAdminConnections)
         let metrics = configuration.metrics.map(ServerMetrics.init)
@@ -166,12 +169,18 @@ public final class CacheServer: Service, Sendable {
     ///   accepting connections fails.
     public func run() async throws {
         self.accessLog?.start()
+        // What the event loops log is written by this child task.
+        async let loopLogWritten: Void = self.loopLog.run()
         do {
             try await self.listenAndServe()
         } catch {
+            self.loopLog.finish()
+            await loopLogWritten
             await self.accessLog?.finish()
             throw error
         }
+        self.loopLog.finish()
+        await loopLogWritten
         // The access log's last lines go before the last line of the ordinary log.
         await self.accessLog?.finish()
         self.logger.info("Stopped")
@@ -262,7 +271,7 @@ public final class CacheServer: Service, Sendable {
             .bind(host: address.host, port: address.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(SendTimer(timeout: sendTimeout, logger: self.logger))
+                    try pipeline.addHandler(SendTimer(timeout: sendTimeout, log: self.loopLog))
                     // Before the parser, which says only that a head overflowed, not which part.
                     let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
                     try pipeline.addHandler(requestLines)

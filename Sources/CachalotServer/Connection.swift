@@ -158,15 +158,20 @@ extension CacheServer {
                 // may be waiting on the origin.
                 try await withThrowingTaskGroup { group in
                     group.addTask {
-                        defer { connection.channel.close(promise: nil) }
-                        try await self.serveRequests(
-                            inbound,
-                            outbound,
-                            id: id,
-                            in: connections,
-                            remote: remote,
-                            with: responder
-                        )
+                        do {
+                            try await self.serveRequests(
+                                inbound,
+                                outbound,
+                                id: id,
+                                in: connections,
+                                remote: remote,
+                                with: responder
+                            )
+                        } catch {
+                            await Self.close(connection.channel)
+                            throw error
+                        }
+                        await Self.close(connection.channel)
                     }
                     group.addTask { try await connection.channel.closeFuture.get() }
                     try await group.next()
@@ -176,6 +181,19 @@ extension CacheServer {
         } catch {
             self.logger.debug("A connection ended with an error", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Closes `channel` once what was written to it has been sent: a close drops what the channel
+    /// still holds, which may be the end of the last response, or the 400 that
+    /// ``ProtocolErrorResponder`` wrote for a request that followed it and could not be parsed.
+    ///
+    /// The wait is as long as the client takes to read: ``SendTimer`` ends it for a client that
+    /// stops, ``RequestHeadTimer`` for one that has the channel writable and reads no more, and
+    /// the shutdown deadline for any.
+    private static func close(_ channel: any Channel) async {
+        // Shuts the output down when the writes are done; fails at once if the channel is closed.
+        try? await channel.close(mode: .output).get()
+        try? await channel.close().get()
     }
 
     private func serveRequests(

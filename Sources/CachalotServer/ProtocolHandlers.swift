@@ -368,7 +368,8 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
 /// what waits is dropped.
 ///
 /// It sits first in the pipeline, nearest the socket, where it sees the bytes written; the
-/// bytes taken are those written less those the channel still buffers.
+/// bytes taken are those written less those the channel still buffers. It logs each close at
+/// info through `log`, which writes off the event loop.
 final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -376,16 +377,16 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = IOData
 
     private let timeout: TimeAmount
-    private let logger: Logger
+    private let log: LoopLog
     /// The bytes written to the channel so far.
     private var written = 0
     /// The bytes the client had taken when the timer was armed.
     private var takenAtArming = 0
     private var timer: Scheduled<Void>?
 
-    init(timeout: TimeAmount, logger: Logger) {
+    init(timeout: TimeAmount, log: LoopLog) {
         self.timeout = timeout
-        self.logger = logger
+        self.log = log
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -423,7 +424,8 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
             self.timer = nil
             guard !context.channel.isWritable else { return }
             guard self.taken(context) == self.takenAtArming else { return self.arm(context) }
-            self.logger.info(
+            self.log.log(
+                .info,
                 "Closed a connection whose client stopped reading",
                 metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
             )

@@ -1,10 +1,13 @@
 import Logging
+import NIOPosix
 import Synchronization
 
 /// Keeps what a logger is told, and lets a test wait for a message: how a test learns that the
 /// server did something it shows nowhere else (closed a connection on its own, say).
 final class LogRecorder: Sendable {
     private let state = Mutex<(messages: [String], waiters: [(String, CheckedContinuation<Void, Never>)])>(([], []))
+    /// The messages logged by a thread of an event loop, which must never wait on a log's output.
+    private let onEventLoop = Mutex<[String]>([])
 
     /// A logger that records into this recorder.
     func logger(label: String = "test") -> Logger {
@@ -23,7 +26,13 @@ final class LogRecorder: Sendable {
         }
     }
 
+    /// The messages containing `text` that were logged on an event loop's thread.
+    func loggedOnEventLoop(_ text: String) -> [String] {
+        self.onEventLoop.withLock { $0.filter { $0.contains(text) } }
+    }
+
     fileprivate func record(_ message: String) {
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil { self.onEventLoop.withLock { $0.append(message) } }
         let ready = self.state.withLock { state in
             state.messages.append(message)
             var ready: [CheckedContinuation<Void, Never>] = []

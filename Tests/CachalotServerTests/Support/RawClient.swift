@@ -10,13 +10,20 @@ import Glibc
 /// server closes the connection.
 enum RawClient {
     /// Sends `text` to 127.0.0.1:`port`, then reads until the server closes; returns what it read.
-    static func exchange(_ text: String, port: Int) async throws -> String {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
+    ///
+    /// With `receiveBufferSize`, a slow reader: its socket's receive buffer is that small
+    /// (`SO_RCVBUF`), and it yields after each piece it reads, so that what the server writes
+    /// waits in the server's buffers (no sleep: it is slow, not late).
+    static func exchange(_ text: String, port: Int, receiveBufferSize: Int? = nil) async throws -> String {
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        if let receiveBufferSize {
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBufferSize))
+        }
+        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
             }
+        }
         return try await channel.executeThenClose { inbound, outbound in
             do {
                 try await outbound.write(ByteBuffer(string: text))
@@ -28,7 +35,10 @@ enum RawClient {
             }
             var received = ""
             do {
-                for try await piece in inbound { received += String(buffer: piece) }
+                for try await piece in inbound {
+                    received += String(buffer: piece)
+                    if receiveBufferSize != nil { await Task.yield() }
+                }
             } catch let error as IOError where error.errnoCode == ECONNRESET {
                 // A server that closes with the request unread resets the connection: closed all the same.
             }
@@ -36,12 +46,10 @@ enum RawClient {
         }
     }
 
-    /// The status code of each response in `text`, in order.
+    /// The status code of each response in `text`, in order: of each status line, at the start of
+    /// a line or right after the body before it (which need not end with a line break).
     static func statuses(in text: String) -> [Int] {
-        text.components(separatedBy: "\r\n").compactMap { line in
-            guard line.hasPrefix("HTTP/1."), line.count >= 12 else { return nil }
-            return Int(line.dropFirst(9).prefix(3))
-        }
+        text.matches(of: #/HTTP/1\.[01] (\d{3}) /#).compactMap { Int($0.output.1) }
     }
 }
 

@@ -148,7 +148,7 @@ struct HeldTransport: HTTPTransport {
                     return self.transport.first
                 }
                 self.transport.holding.open()
-                await self.transport.release.wait()
+                await self.transport.release.waitIgnoringCancellation()
                 throw CancellationError()
             }
         }
