@@ -300,7 +300,7 @@ public final class CacheServer: Service, Sendable {
                         RequestBodyTimer(
                             idle: bodyTimeout,
                             total: bodyTotalTimeout,
-                            logger: self.logger,
+                            log: self.loopLog,
                             onTimeout: onBodyTimeout
                         )
                     )

@@ -250,7 +250,7 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let idle: TimeAmount
     private let total: TimeAmount
-    private let logger: Logger
+    private let log: LoopLog
     private let onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
     /// The request whose body is awaited.
     private var head: HTTPRequestHead?
@@ -268,12 +268,12 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     init(
         idle: TimeAmount,
         total: TimeAmount,
-        logger: Logger,
+        log: LoopLog,
         onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
     ) {
         self.idle = idle
         self.total = total
-        self.logger = logger
+        self.log = log
         self.onTimeout = onTimeout
     }
 
@@ -333,8 +333,8 @@ final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
     private func expire(_ context: ChannelHandlerContext) {
         self.hasExpired = true
         self.deadline = nil
-        // Not at info: the ordinary log is written where it is called, here on the event loop.
-        self.logger.debug(
+        self.log.log(
+            .debug,
             "Closed a connection whose client did not send its request body in time",
             metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
         )
