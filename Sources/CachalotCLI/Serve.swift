@@ -293,6 +293,9 @@ struct Serve: AsyncParsableCommand {
         // A body over this is written to its file as it arrives, and a slow client then holds
         // no more than a window of it in memory (see docs/serve.md, "Memory").
         loaderConfiguration.streamingThreshold = 2 << 20
+        // What all bodies in flight hold in memory together, past which the stored ones go to
+        // their files at once (see docs/serve.md, "Memory").
+        loaderConfiguration.inFlightBodyLimit = 64 << 20
         let transport = NIOTransport(
             configuration: .init(
                 connectTimeout: .milliseconds(Int64(self.connectTimeout * 1_000)),

@@ -23,6 +23,14 @@ extension ResourceLoader {
         /// that they are never held whole in memory. Without a `DiskCache` as the disk tier,
         /// bodies are held in memory. Default: 8 MiB.
         public var streamingThreshold: Int
+        /// The bytes of bodies from the network that the loader holds in memory at once,
+        /// summed over every load, beyond which it keeps no more of them there than it must:
+        /// a body being stored goes to its file of the ``DiskCache`` from its next piece, whatever
+        /// its size, and a body shared by streamed loads keeps in memory none of what its file
+        /// holds (a reader that falls behind reads it from there). Bodies that are not stored, and
+        /// loads without a `DiskCache`, are not held back: the limit bounds what a cache can move
+        /// to disk. `nil`: no limit, only ``streamingThreshold`` per body. Default: `nil`.
+        public var inFlightBodyLimit: Int?
         /// Turns a request's URL into the key it is stored under, for URLs that carry rotating
         /// tokens: a closure that drops the `token=` query item, say. The URL comes in key form (see
         /// ``CacheKey``). Default: `nil`, the URL itself.
@@ -44,7 +52,8 @@ extension ResourceLoader {
             streamingThreshold: Int = 8 << 20,
             keyTransform: (@Sendable (String) -> String)? = nil,
             metrics: MetricsConfiguration? = nil,
-            maximumRedirects: Int = 20
+            maximumRedirects: Int = 20,
+            inFlightBodyLimit: Int? = nil
         ) {
             self.rules = rules
             self.policy = policy
@@ -55,6 +64,7 @@ extension ResourceLoader {
             self.keyTransform = keyTransform
             self.metrics = metrics
             self.maximumRedirects = maximumRedirects
+            self.inFlightBodyLimit = inFlightBodyLimit
         }
 
         func validate() throws(CacheError) {
@@ -71,6 +81,9 @@ extension ResourceLoader {
             }
             guard self.maximumRedirects >= 0 else {
                 throw .invalidConfiguration("maximumRedirects must not be negative (got \(self.maximumRedirects)).")
+            }
+            if let limit = self.inFlightBodyLimit, limit < 0 {
+                throw .invalidConfiguration("inFlightBodyLimit must not be negative (got \(limit)).")
             }
             if let size = self.maximumEntrySize, size < 0 {
                 throw .invalidConfiguration("maximumEntrySize must not be negative (got \(size)).")

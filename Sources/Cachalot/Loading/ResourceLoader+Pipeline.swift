@@ -307,7 +307,12 @@ extension ResourceLoader {
         guard body.isStoring, isFresh, let length = incoming.expectedLength else {
             return .own(Claim(self.stream(of: body)))
         }
-        let shared = SharedResponse(response: incoming.reply.response, stored: stored, length: length)
+        let shared = SharedResponse(
+            response: incoming.reply.response,
+            stored: stored,
+            length: length,
+            budget: self.bodies
+        )
         body.shared = shared
         run.answer(.shared(shared))
         do {

@@ -39,6 +39,9 @@ public final class ResourceLoader: Sendable {
     let logger: Logger
     /// Requests to the origin in flight, shared by identical loads.
     let flights: Flights<FlightKey, FlightAnswer>
+    /// The bytes of bodies from the network held in memory (see
+    /// ``Configuration/inFlightBodyLimit``).
+    let bodies: ByteBudget
     let hosts: HostLimiter
     let counters: LoaderCounters
     /// The largest body this loader stores, in bytes: ``Configuration/maximumEntrySize``, or
@@ -88,6 +91,7 @@ public final class ResourceLoader: Sendable {
         self.tiers = TierChain(memory: memory, disk: disk, shared: shared, counting: pending) { failure in
             Self.count(failure, counters: counters, logger: logger)
         }
+        self.bodies = ByteBudget(limit: configuration.inFlightBodyLimit)
         self.flights = Flights(counting: pending) { run, priority in hosts.setPriority(priority, of: run) }
         let limit = (disk as? any SizedDataCaching)?.sizeLimit ?? memory?.configuration.costLimit
         self.maximumEntrySize = configuration.maximumEntrySize ?? limit.map { $0 / 20 } ?? .max

@@ -82,8 +82,8 @@ struct ResponseBody: AsyncSequence, Sendable {
         /// Whether a file may take the body; not after the disk tier failed a collected body.
         var maySpool = true
         var received = 0
-        /// The body so far while it is small enough for memory.
-        var held = Data()
+        /// The body so far while it is small enough for memory, and the loader's budget allows.
+        let held: HeldBytes
         /// The file it goes to once it is not.
         var writer: (any DataCacheWriting)?
         /// The bytes in the writer's file.
@@ -99,6 +99,7 @@ struct ResponseBody: AsyncSequence, Sendable {
             self.pieces = body.reply.body.makeAsyncIterator()
             self.expected = body.expectedLength
             self.isStoring = body.isStoring
+            self.held = HeldBytes(budget: body.loader.bodies)
             if isCollecting, let expected = self.expected, expected > 0 {
                 self.held.reserveCapacity(Swift.min(expected, body.loader.configuration.streamingThreshold))
             }
@@ -152,11 +153,15 @@ struct ResponseBody: AsyncSequence, Sendable {
         }
 
         /// Adds `piece` to what is kept: to the file once the body is larger than the streaming
-        /// threshold (or announced to be), else to memory.
+        /// threshold (or announced to be) or the loader holds more than its budget of bodies in
+        /// memory, else to memory.
         private mutating func keep(_ piece: Data) throws {
             let threshold = self.body.loader.configuration.streamingThreshold
             do throws(CacheError) {
-                if self.writer == nil, self.held.count + piece.count > threshold || (self.expected ?? 0) > threshold {
+                if self.writer == nil,
+                    self.held.count + piece.count > threshold || (self.expected ?? 0) > threshold
+                        || self.body.loader.bodies.isExceeded
+                {
                     try self.spool()
                 }
                 if let writer = self.writer {
@@ -194,9 +199,9 @@ struct ResponseBody: AsyncSequence, Sendable {
                 metadata: incoming.stored.encoded()
             )
             self.writer = writer
-            if !self.held.isEmpty { try writer.append(self.held) }
+            if !self.held.isEmpty { try writer.append(self.held.data) }
             self.spooled = self.held.count
-            self.held = Data()
+            _ = self.held.take()
             if let shared = self.body.shared, let spool = (writer as? any BodySpooling)?.spool() {
                 shared.spool(spool)
             }
@@ -211,7 +216,7 @@ struct ResponseBody: AsyncSequence, Sendable {
                 self.writer = nil
             }
             do {
-                self.held = try Data(writer.mappedBody())
+                self.held.replace(with: try Data(writer.mappedBody()))
             } catch {
                 throw LoadError(.storage, "Reading a body back from the disk tier failed: \(error)", underlying: error)
             }
@@ -222,7 +227,7 @@ struct ResponseBody: AsyncSequence, Sendable {
             if self.writer != nil { self.body.shared?.spoolStopped(at: self.spooled) }
             self.writer?.discard()
             self.writer = nil
-            self.held = Data()
+            _ = self.held.take()
             self.isStoring = false
         }
 
@@ -256,9 +261,11 @@ struct ResponseBody: AsyncSequence, Sendable {
                 }
                 self.writer = nil
             } else {
-                if self.isCollecting { self.collected = self.held }
+                // Out of flight: the memory tier counts what it keeps.
+                let body = self.held.take()
+                if self.isCollecting { self.collected = body }
                 if let storage {
-                    let response = CachedResponse(stored: storage.stored, body: self.held)
+                    let response = CachedResponse(stored: storage.stored, body: body)
                     await loader.tiers.save(
                         response,
                         url: storage.url,
@@ -267,7 +274,6 @@ struct ResponseBody: AsyncSequence, Sendable {
                     )
                 }
             }
-            self.held = Data()
             self.isStoring = false
         }
     }

@@ -14,7 +14,7 @@ import Synchronization
 /// The body is read from the origin at the origin's pace, whatever the readers' pace. What is
 /// held in memory for them is bounded: once the body is being written to a file of the disk
 /// tier as it arrives (past the loader's streaming threshold, see ``spool(_:)``), no more than
-/// ``window`` bytes of it are held, and a reader that fell behind reads the rest from that
+/// ``window`` bytes of it are held (none while the loader holds more than its budget of bodies), and a reader that fell behind reads the rest from that
 /// file. A slow client thus costs a window of memory and a file it reads from, not its whole
 /// body. Without such a file (a body under the threshold, or a disk tier that cannot stream),
 /// the whole body is held until the last reader is done, which the threshold or the largest
@@ -30,10 +30,18 @@ final class SharedResponse: Sendable {
     /// The body's length.
     let length: Int
 
-    init(response: HTTPResponse, stored: StoredResponse, length: Int) {
+    /// The loader's budget of bodies held in memory, which counts the pieces held here.
+    private let budget: ByteBudget
+
+    init(response: HTTPResponse, stored: StoredResponse, length: Int, budget: ByteBudget) {
         self.response = response
         self.stored = stored
         self.length = length
+        self.budget = budget
+    }
+
+    deinit {
+        self.budget.give(self.state.withLock { $0.heldBytes })
     }
 
     private struct State {
@@ -54,24 +62,26 @@ final class SharedResponse: Sendable {
         var pieceWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var lastWaiter = 0
 
-        /// Lets go of the oldest pieces while more than a window is held and they are in the file.
-        mutating func trim() {
-            guard self.spool != nil else { return }
+        /// Lets go of the oldest pieces while more than `limit` bytes are held and they are in
+        /// the file; returns how many bytes it let go.
+        mutating func trim(keeping limit: Int) -> Int {
+            guard self.spool != nil else { return 0 }
             var count = 0
             var offset = self.firstOffset
             var held = self.heldBytes
-            while held > SharedResponse.window, count < self.pieces.count {
+            while held > limit, count < self.pieces.count {
                 let size = self.pieces[count].count
                 if let spooledEnd = self.spooledEnd, offset + size > spooledEnd { break }
                 offset += size
                 held -= size
                 count += 1
             }
-            guard count > 0 else { return }
+            guard count > 0 else { return 0 }
             self.pieces.removeFirst(count)
             self.firstOffset = offset
             self.firstPiece += count
-            self.heldBytes = held
+            defer { self.heldBytes = held }
+            return self.heldBytes - held
         }
 
         /// What a reader at `place` reads next.
@@ -113,20 +123,32 @@ final class SharedResponse: Sendable {
 
     /// Adds a piece of the body.
     func append(_ piece: Data) {
+        self.budget.take(piece.count)
+        let limit = self.limit
+        var released = 0
         self.wake { state in
             state.pieces.append(piece)
             state.heldBytes += piece.count
-            state.trim()
+            released = state.trim(keeping: limit)
         }
+        self.budget.give(released)
+    }
+
+    /// The bytes of body in the file that may stay in memory: a window, none while the loader
+    /// holds more than its budget of bodies.
+    private var limit: Int {
+        self.budget.isExceeded ? 0 : Self.window
     }
 
     /// The file the body is being written to from its start, holding every piece appended so far
     /// and each one appended after, until ``spoolStopped(at:)``.
     func spool(_ spool: BodySpool) {
-        self.state.withLock { state in
+        let limit = self.limit
+        let released = self.state.withLock { state in
             state.spool = spool
-            state.trim()
+            return state.trim(keeping: limit)
         }
+        self.budget.give(released)
     }
 
     /// Writing the file stopped: it holds the body's first `length` bytes, no more.

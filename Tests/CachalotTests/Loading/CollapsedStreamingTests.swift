@@ -102,6 +102,48 @@ struct CollapsedStreamingTests {
         #expect(origin.requests.count == 1)
     }
 
+    @Test(
+        "past the loader's budget of bodies in memory, a shared body under the streaming threshold goes to its file, and a reader that stops holds none of it in memory",
+        arguments: [nil, 0] as [Int?]
+    )
+    func budgetMovesBodiesToTheirFile(limit: Int?) async throws {
+        let size = 4 << 20
+        let body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 12) })
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], data: body)
+        }
+        defer { origin.stop() }
+        let loader = try ResourceLoader(
+            configuration: .init(
+                rules: .sharedCache,
+                memoryCostLimit: 0,
+                maximumEntrySize: 32 << 20,
+                streamingThreshold: 16 << 20,
+                inFlightBodyLimit: limit
+            ),
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: self.directory.url, configuration: .init(sizeLimit: 128 << 20))
+        )
+        let url = origin.url("/budget")
+        let slow = try await loader.stream(HTTPRequest(method: .get, url: url))
+        let flight = try #require(loader.sharedResponse(url))
+        var iterator = slow.body.makeAsyncIterator()
+        var received = try #require(try await iterator.next())
+        // The reader stops; the body goes on arriving until it is whole.
+        while loader.sharedResponse(url) != nil, !Task.isCancelled { await Task.yield() }
+        // Without a limit a body under the threshold is held whole; past it, none of what is in
+        // its file is.
+        #expect(flight.heldBytes == (limit == nil ? size : 0), "\(flight.heldBytes)")
+        #expect(loader.bodies.bytes == flight.heldBytes)
+        while let piece = try await iterator.next() { received.append(piece) }
+        #expect(received == body)
+        await loader.waitForBackgroundWork()
+        let stored = try await loader.stream(HTTPRequest(method: .get, url: url))
+        #expect(stored.source == .disk)
+        #expect(try await Self.read(stored) == body)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("loads that wait for the head of the same request share it")
     func sharesTheHead() async throws {
         let gate = Gate()
@@ -122,6 +164,34 @@ struct CollapsedStreamingTests {
         let streams = try await [first, second]
         #expect(streams.filter(\.isCollapsed).count == 1)
         for stream in streams { #expect(try await Self.read(stream) == Data("shared".utf8)) }
+        #expect(origin.requests.count == 1)
+        await loader.waitForBackgroundWork()
+    }
+
+    @Test(
+        "a load that is cancelled while it waits for the head leaves the others waiting for it: the origin is asked once"
+    )
+    func firstCallerCancels() async throws {
+        let gate = Gate()
+        let origin = try await TestOrigin.start { _ in
+            await gate.waitIgnoringCancellation()
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "shared")
+        }
+        defer { origin.stop() }
+        let loader = try self.makeLoader()
+        let url = origin.url("/c")
+        let first = Task { try await loader.stream(HTTPRequest(method: .get, url: url)) }
+        while origin.requests.isEmpty, !Task.isCancelled { await Task.yield() }
+        let second = Task { try await loader.stream(HTTPRequest(method: .get, url: url)) }
+        while loader.callersOfStreamedFlight(url) < 2, origin.requests.count < 2, !Task.isCancelled {
+            await Task.yield()
+        }
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        gate.open()
+        let stream = try await second.value
+        #expect(stream.isCollapsed)
+        #expect(try await Self.read(stream) == Data("shared".utf8))
         #expect(origin.requests.count == 1)
         await loader.waitForBackgroundWork()
     }
