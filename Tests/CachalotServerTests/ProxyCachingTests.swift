@@ -283,7 +283,7 @@ struct ProxyCollapsedTests {
         }
         let proxy = try await ProxyHarness(origin: origin)
         async let first = proxy.send("/c")
-        while origin.requests.isEmpty { await Task.yield() }
+        while origin.requests.isEmpty, !Task.isCancelled { await Task.yield() }
         async let second = proxy.send("/c")
         while proxy.loader.callersOfStreamedFlight(origin.url("/c")) < 2, origin.requests.count < 2 {
             await Task.yield()

@@ -46,7 +46,7 @@ struct OutputLeftoversTests {
         let child = try self.tool.start(["get", "-o", output, origin.url("/hang").absoluteString])
         await stalled.wait()
         // The file is made once the head has arrived; the origin has sent that and more.
-        while try self.hidden().isEmpty { await Task.yield() }
+        while try self.hidden().isEmpty, !Task.isCancelled { await Task.yield() }
         child.send(SIGKILL)
         _ = await CommandLineTool.finish(child)
         let killed = try #require(try self.hidden().first)

@@ -90,7 +90,7 @@ struct CollapsedStreamingTests {
         var iterator = slow.body.makeAsyncIterator()
         var received = try #require(try await iterator.next())
         // The reader stops; the body goes on arriving, into the file, until it is whole.
-        while loader.sharedResponse(url) != nil { await Task.yield() }
+        while loader.sharedResponse(url) != nil, !Task.isCancelled { await Task.yield() }
         #expect(flight.heldBytes <= SharedResponse.window + (1 << 20), "\(flight.heldBytes)")
         await loader.waitForBackgroundWork()
         let stored = try await loader.stream(HTTPRequest(method: .get, url: url))
@@ -154,7 +154,7 @@ struct CollapsedStreamingTests {
         defer { origin.stop() }
         let loader = try self.makeLoader()
         async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
-        while origin.requests.isEmpty { await Task.yield() }
+        while origin.requests.isEmpty, !Task.isCancelled { await Task.yield() }
         async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/s")))
         // The first is at the origin; the second waits for its head.
         while loader.callersOfStreamedFlight(origin.url("/s")) < 2, origin.requests.count < 2 {
@@ -213,7 +213,7 @@ struct CollapsedStreamingTests {
         var german = french
         german.headerFields[.acceptLanguage] = "de"
         async let first = loader.stream(french)
-        while origin.requests.isEmpty { await Task.yield() }
+        while origin.requests.isEmpty, !Task.isCancelled { await Task.yield() }
         async let second = loader.stream(german)
         while loader.callersOfStreamedFlight(origin.url("/v")) < 2, origin.requests.count < 2 {
             await Task.yield()
@@ -237,7 +237,7 @@ struct CollapsedStreamingTests {
             }
             let loader = try self.makeLoader()
             async let first = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
-            while origin.requests.isEmpty { await Task.yield() }
+            while origin.requests.isEmpty, !Task.isCancelled { await Task.yield() }
             async let second = loader.stream(HTTPRequest(method: .get, url: origin.url("/n")))
             while loader.callersOfStreamedFlight(origin.url("/n")) < 2, origin.requests.count < 2 {
                 await Task.yield()

@@ -68,7 +68,7 @@ struct OrderedWritesTests {
             await writes.wait(untilBacklogIsAtMost: 50)
             return made.withLock { $0 }
         }
-        while writes.waiterCount == 0 { await Task.yield() }
+        while writes.waiterCount == 0, !Task.isCancelled { await Task.yield() }
         Thread { writes.drain() }.start()
         gate.signal()
         // Resumed after the first write (100 bytes) was made, when 50 bytes were left.
@@ -89,7 +89,7 @@ struct OrderedWritesTests {
             await writes.wait(untilMade: second)
             return made.withLock { $0 }
         }
-        while writes.waiterCount == 0 { await Task.yield() }
+        while writes.waiterCount == 0, !Task.isCancelled { await Task.yield() }
         Thread { writes.drain() }.start()
         gate.signal()
         #expect(await waiter.value == [1, 2])

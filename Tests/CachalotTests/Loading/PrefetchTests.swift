@@ -46,7 +46,7 @@ struct PrefetchTests {
         let (origin, loader, gate, blocker, host) = try await self.blockedOrigin()
         defer { origin.stop() }
         let prefetch = loader.prefetch([origin.url("/first"), origin.url("/second")])
-        while loader.hosts.waiting(for: host) < 2 { await Task.yield() }
+        while loader.hosts.waiting(for: host) < 2, !Task.isCancelled { await Task.yield() }
         prefetch.setPriority(.high, for: origin.url("/second"))
         gate.open()
         _ = try await blocker.value
@@ -60,10 +60,10 @@ struct PrefetchTests {
         defer { origin.stop() }
         let some = loader.prefetch([origin.url("/kept"), origin.url("/dropped")])
         let all = loader.prefetch([origin.url("/gone-1"), origin.url("/gone-2")])
-        while loader.hosts.waiting(for: host) < 4 { await Task.yield() }
+        while loader.hosts.waiting(for: host) < 4, !Task.isCancelled { await Task.yield() }
         some.cancel(origin.url("/dropped"))
         all.cancel()
-        while loader.hosts.waiting(for: host) > 1 { await Task.yield() }
+        while loader.hosts.waiting(for: host) > 1, !Task.isCancelled { await Task.yield() }
         gate.open()
         _ = try await blocker.value
         await some.wait()

@@ -136,7 +136,7 @@ struct ResourceLoaderTests {
         try await withThrowingTaskGroup(of: Resource.self) { group in
             for _ in 0..<1_000 { group.addTask { try await loader.load(url) } }
             await arrived.wait(for: 1)
-            while loader.flights.callers < 1_000 { await Task.yield() }
+            while loader.flights.callers < 1_000, !Task.isCancelled { await Task.yield() }
             gate.open()
             var answers = 0
             for try await resource in group {
@@ -163,7 +163,7 @@ struct ResourceLoaderTests {
         let leaving = Task { try await loader.load(url) }
         let staying = Task { try await loader.load(url) }
         await arrived.wait(for: 1)
-        while loader.flights.callers < 2 { await Task.yield() }
+        while loader.flights.callers < 2, !Task.isCancelled { await Task.yield() }
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }
         gate.open()
@@ -381,9 +381,9 @@ struct ResourceLoaderTests {
         let blocker = Task { try await loader.load(origin.url("/blocker")) }
         await arrived.wait(for: 2)
         let low = Task { try await loader.load(origin.url("/low"), priority: .low) }
-        while loader.hosts.waiting(for: "127.0.0.1:\(origin.port)") < 1 { await Task.yield() }
+        while loader.hosts.waiting(for: "127.0.0.1:\(origin.port)") < 1, !Task.isCancelled { await Task.yield() }
         let high = Task { try await loader.load(origin.url("/high"), priority: .high) }
-        while loader.hosts.waiting(for: "127.0.0.1:\(origin.port)") < 2 { await Task.yield() }
+        while loader.hosts.waiting(for: "127.0.0.1:\(origin.port)") < 2, !Task.isCancelled { await Task.yield() }
         // While the only slot is taken and two wait, a fresh stored answer comes at once.
         #expect(try await loader.load(origin.url("/cached")).source == .memory)
         gate.open()

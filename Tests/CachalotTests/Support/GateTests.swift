@@ -7,7 +7,7 @@ import Testing
 struct GateTests {
     /// Waits until `count` tasks are held by `waiters` (a spin of yields, not a sleep).
     static func waitUntil(_ count: Int, areHeldBy waiters: () -> Int) async {
-        while waiters() < count { await Task.yield() }
+        while waiters() < count, !Task.isCancelled { await Task.yield() }
     }
 
     @Test(
@@ -38,7 +38,9 @@ struct GateTests {
             hasReturned.store(true, ordering: .sequentiallyConsistent)
         }
         // Either it returns, or it stays held (the fault this test is for).
-        while !hasReturned.load(ordering: .sequentiallyConsistent), gate.waiterCount == 0 { await Task.yield() }
+        while !hasReturned.load(ordering: .sequentiallyConsistent), gate.waiterCount == 0, !Task.isCancelled {
+            await Task.yield()
+        }
         #expect(gate.waiterCount == 0)
         if gate.waiterCount > 0 { gate.open() }
         await waiter.value
@@ -84,7 +86,9 @@ struct GateTests {
             await countdown.wait(for: 1)
             hasReturned.store(true, ordering: .sequentiallyConsistent)
         }
-        while !hasReturned.load(ordering: .sequentiallyConsistent), countdown.waiterCount == 0 { await Task.yield() }
+        while !hasReturned.load(ordering: .sequentiallyConsistent), countdown.waiterCount == 0, !Task.isCancelled {
+            await Task.yield()
+        }
         #expect(countdown.waiterCount == 0)
         if countdown.waiterCount > 0 { countdown.increment() }
         await waiter.value
