@@ -20,12 +20,6 @@ enum LoadPlan {
         /// tiers are asked, else a 504 answers.
         case storedOnly(ResponseKey)
 
-        /// The step with ``storedOnly(_:)`` settled as its 504.
-        var settled: Step {
-            guard case .storedOnly = self else { return self }
-            return .answer(LoadPlan.unavailable)
-        }
-
         /// The answer the step gives at once, if it gives one.
         var answer: Resource? {
             switch self {
@@ -67,8 +61,7 @@ enum LoadPlan {
             let stale = self.answer(cached.response, source: .stale(.whileRevalidating), at: now, rules: rules)
             return .answerAndRevalidate(stale, key, cached.response)
         case (.unavailable, _):
-            let step = Step.storedOnly(key)
-            return hasSharedTiers ? step : step.settled
+            return hasSharedTiers ? .storedOnly(key) : .answer(Self.unavailable)
         default:  // .validate or .fetch (the rules use a stored response only if there is one)
             let reason: Resource.ForwardReason
             switch lookup {
