@@ -39,9 +39,24 @@ extension ResourceLoader {
     }
 
     /// Sends `request` through the transport, with `interim` if there is one.
-    func send(_ request: HTTPRequest, body: Data?, interim: Interim?) async throws -> HTTPTransportResponse {
-        guard let interim else { return try await self.transport.send(request, body: body) }
-        return try await self.transport.send(request, body: body, interim: interim)
+    ///
+    /// - Throws: ``LoadError/Code/invalidRequest`` as the transport threw it;
+    ///   ``LoadError/Code/transport`` for anything else it threw (its error as `underlying`);
+    ///   `CancellationError` if the task was cancelled.
+    private func send(_ request: HTTPRequest, body: Data?, interim: Interim?) async throws -> HTTPTransportResponse {
+        do {
+            guard let interim else { return try await self.transport.send(request, body: body) }
+            return try await self.transport.send(request, body: body, interim: interim)
+        } catch let error as LoadError where error.code == .invalidRequest {
+            throw error
+        } catch {
+            try Task.checkCancellation()
+            throw LoadError(
+                .transport,
+                "The request to \(request.url?.absoluteString ?? "?") failed: \(error)",
+                underlying: error
+            )
+        }
     }
 
     /// Sends `request` (conditionally, if `validating` a stored response) and reads the answer's
@@ -80,10 +95,7 @@ extension ResourceLoader {
         let reply: HTTPTransportResponse
         do {
             reply = try await self.send(sent, body: nil, interim: interim)
-        } catch let error as LoadError where error.code == .invalidRequest {
-            throw error
-        } catch {
-            try Task.checkCancellation()
+        } catch let error as LoadError where error.code == .transport {
             let now = self.now()
             if let cached, rules.mayUseStaleWhenUnreachable(cached.stored, for: request, at: now) {
                 self.logger.debug(
@@ -94,7 +106,7 @@ extension ResourceLoader {
                 let source = Resource.Source.stale(allowed ? .originError : .unreachable)
                 return .exchanged(.answered(LoadPlan.answer(cached, source: source, at: now, rules: rules)))
             }
-            throw LoadError(.transport, "The request to \(key.string) failed: \(error)", underlying: error)
+            throw error
         }
         let responseTime = self.now()
         let status = reply.response.status.code
@@ -157,19 +169,7 @@ extension ResourceLoader {
         body: Data?,
         interim: Interim? = nil
     ) async throws -> HTTPTransportResponse {
-        let reply: HTTPTransportResponse
-        do {
-            reply = try await self.send(request, body: body, interim: interim)
-        } catch let error as LoadError where error.code == .invalidRequest {
-            throw error
-        } catch {
-            try Task.checkCancellation()
-            throw LoadError(
-                .transport,
-                "The request to \(request.url?.absoluteString ?? "?") failed: \(error)",
-                underlying: error
-            )
-        }
+        let reply = try await self.send(request, body: body, interim: interim)
         try Self.check(reply.response, to: request, url: request.url?.absoluteString ?? "?")
         for url in self.configuration.rules.invalidatedURLs(by: request, response: reply.response) {
             await self.tiers.invalidate(ResponseKey(self.configuration.keyTransform?(url) ?? url))
