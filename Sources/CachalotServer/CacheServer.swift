@@ -248,7 +248,7 @@ public final class CacheServer: Service, Sendable {
         self.state.withLock { $0.deadline }?.cancel()
     }
 
-    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>, Never>
 
     /// Listens on `address`; with `immediate`, its connections answer what the cache answers at
     /// once on their event loop (see ``ImmediateResponder``).
@@ -304,9 +304,7 @@ public final class CacheServer: Service, Sendable {
                             onTimeout: onBodyTimeout
                         )
                     )
-                    if let immediate {
-                        try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
-                    }
+                    try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
                     return try (ClosingOnRelease.self as any AcceptedConnectionWrapping.Type).wrap(channel)
                 }
             }
@@ -380,7 +378,7 @@ extension CacheServer {
 
 /// Wraps a connection the listener accepted.
 private protocol AcceptedConnectionWrapping {
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>
 }
 
 /// Wraps accepted connections so that one released unserved is closed, not a trap.
@@ -395,7 +393,7 @@ private protocol AcceptedConnectionWrapping {
 /// that the deprecation is said once, here.
 private enum ClosingOnRelease: AcceptedConnectionWrapping {
     @available(*, deprecated, message: "Closes a connection released unserved instead of trapping; see the type.")
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart> {
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart> {
         try NIOAsyncChannel(synchronouslyWrapping: channel)
     }
 }

@@ -1,3 +1,4 @@
+import Cachalot
 import Foundation
 import HTTPTypes
 import Logging
@@ -14,6 +15,9 @@ struct ServerRequest: Sendable {
     let fields: HTTPFields
     var body: ByteBuffer?
     var remote: SocketAddress?
+    /// The proxy's load of it, prepared on the event loop that read it (see
+    /// ``ImmediateResponder``): the connection's task resumes it instead of preparing it again.
+    var prepared: PreparedLoad?
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, remote: SocketAddress?) {
         self.head = head
@@ -33,6 +37,16 @@ struct ServerRequest: Sendable {
     }
 }
 
+/// What a connection's task reads: a request without a body that its event loop read whole (and,
+/// for the proxy, prepared) but could not answer at once, or the parts of a request with a body,
+/// which the task reads as they come, with its limits.
+enum ServerRequestPart: Sendable {
+    case request(ServerRequest)
+    case head(HTTPRequestHead)
+    case body(ByteBuffer)
+    case end
+}
+
 /// Writes one response on a connection.
 ///
 /// Every write crosses to the channel's event loop, which costs more than making a small
@@ -41,12 +55,21 @@ struct ServerRequest: Sendable {
 struct ResponseWriter: Sendable {
     fileprivate let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     fileprivate let version: HTTPVersion
+    /// Whether the connection closes after this response: its request asked for that
+    /// (`Connection: close`, or HTTP/1.0 without `keep-alive`), or its responder decided so. The
+    /// head then says so with `Connection: close` (RFC 9112 §9.6).
+    var closesConnection: Bool
     /// The head, until it goes with what follows it.
     private var pendingHead: HTTPResponseHead?
 
-    fileprivate init(outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, version: HTTPVersion) {
+    fileprivate init(
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        version: HTTPVersion,
+        closesConnection: Bool
+    ) {
         self.outbound = outbound
         self.version = version
+        self.closesConnection = closesConnection
     }
 
     /// Writes `response`, an interim response (1xx) from the origin, ahead of the final one, as
@@ -65,6 +88,8 @@ struct ResponseWriter: Sendable {
 
     /// Sets the head of `response`, to be written with the first piece of the body or the end.
     mutating func head(_ response: HTTPResponse) {
+        var response = response
+        if self.closesConnection { response.headerFields[.connection] = "close" }
         self.pendingHead = HTTPResponseHead(response, version: self.version)
     }
 
@@ -145,7 +170,7 @@ protocol Responder: Sendable {
 extension CacheServer {
     /// Serves one connection's requests in turn until it closes, or the server shuts down.
     func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>,
+        _ connection: NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>,
         in connections: ConnectionRegistry,
         with responder: some Responder
     ) async {
@@ -197,7 +222,7 @@ extension CacheServer {
     }
 
     private func serveRequests(
-        _ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>,
+        _ inbound: NIOAsyncChannelInboundStream<ServerRequestPart>,
         _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
         id: ObjectIdentifier,
         in connections: ConnectionRegistry,
@@ -206,27 +231,40 @@ extension CacheServer {
     ) async throws {
         var parts = inbound.makeAsyncIterator()
         while let part = try await parts.next() {
-            guard case .head(let head) = part else { continue }
-            guard connections.setBusy(id, true) else { return }
-            var writer = ResponseWriter(outbound: outbound, version: head.version)
-            var request = ServerRequest(head: head, body: nil, remote: remote)
-            switch try await self.readBody(of: &request, from: &parts) {
-            case .complete:
-                break
-            case .tooLarge:
-                // A body over the limit: 413, and the connection closes, its body unread.
-                try await writer.respond(
-                    HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
-                    body: "The request body is larger than this proxy forwards.\n"
-                )
-                return
-            case .incomplete:
-                // The input ended before the body's end (the client left, or `RequestBodyTimer`
-                // answered 408): nothing of it goes to the origin.
-                return
+            var request: ServerRequest
+            switch part {
+            case .request(let whole):
+                guard connections.setBusy(id, true) else { return }
+                request = whole
+            case .head(let head):
+                guard connections.setBusy(id, true) else { return }
+                request = ServerRequest(head: head, body: nil, remote: remote)
+                switch try await self.readBody(of: &request, from: &parts) {
+                case .complete:
+                    break
+                case .tooLarge:
+                    // A body over the limit: 413, and the connection closes, its body unread.
+                    var writer = ResponseWriter(outbound: outbound, version: head.version, closesConnection: true)
+                    try await writer.respond(
+                        HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
+                        body: "The request body is larger than this proxy forwards.\n"
+                    )
+                    return
+                case .incomplete:
+                    // The input ended before the body's end (the client left, or `RequestBodyTimer`
+                    // answered 408): nothing of it goes to the origin.
+                    return
+                }
+            case .body, .end:
+                continue
             }
+            var writer = ResponseWriter(
+                outbound: outbound,
+                version: request.head.version,
+                closesConnection: !request.head.isKeepAlive
+            )
             let keepAlive = try await responder.respond(to: request, with: &writer)
-            guard keepAlive, head.isKeepAlive, connections.setBusy(id, false) else { return }
+            guard keepAlive, request.head.isKeepAlive, connections.setBusy(id, false) else { return }
         }
     }
 
@@ -243,12 +281,12 @@ extension CacheServer {
     /// Reads the request's body up to its end, whole.
     private func readBody(
         of request: inout ServerRequest,
-        from parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+        from parts: inout NIOAsyncChannelInboundStream<ServerRequestPart>.AsyncIterator
     ) async throws -> BodyReading {
         let limit = self.configuration.limits.maximumRequestBody
         while let part = try await parts.next() {
             switch part {
-            case .head:
+            case .head, .request:
                 return .incomplete
             case .body(var piece):
                 if request.body == nil {

@@ -3,24 +3,28 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
-/// Answers on the connection's event loop the requests that the cache answers at once (see
-/// ``ProxyResponder/immediateResponse(to:)``), and passes the others on to the connection's
-/// task, which may wait on the origin.
+/// Reads each `GET` and `HEAD` without a body whole on the connection's event loop and
+/// prepares it once: answers there what the cache answers at once (see
+/// ``ProxyResponder/prepare(_:)``), and hands the others on to the connection's task, prepared,
+/// as ``ServerRequestPart/request(_:)``. Other requests go on in parts, which the task reads
+/// with its limits.
 ///
 /// A hit so costs no hop to the cooperative pool and back, which costs more than the hit
-/// itself. `HTTPServerPipelineHandler` before it hands over one request at a time, so answers
-/// keep their order whichever path gives them.
+/// itself, and a miss is not converted, keyed and looked up in memory a second time.
+/// `HTTPServerPipelineHandler` before it hands over one request at a time, so answers keep their
+/// order whichever path gives them. Without a responder (the admin listener), it answers
+/// nothing itself.
 final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
+    typealias InboundOut = ServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let responder: ProxyResponder
+    private let responder: ProxyResponder?
     private let connections: ConnectionRegistry
-    /// The head of a `GET` or `HEAD` whose end has not come yet.
+    /// The head of a `GET` or `HEAD` whose end has not come yet, while it has no body.
     private var held: HTTPRequestHead?
 
-    init(responder: ProxyResponder, connections: ConnectionRegistry) {
+    init(responder: ProxyResponder?, connections: ConnectionRegistry) {
         self.responder = responder
         self.connections = connections
     }
@@ -29,19 +33,25 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         switch Self.unwrapInboundIn(data) {
         case .head(let head) where head.method == .GET || head.method == .HEAD:
             self.held = head
-        case .head:
-            context.fireChannelRead(data)
-        case .body:
-            // A body: not one the cache answers at once.
-            self.release(context)
-            context.fireChannelRead(data)
-        case .end:
-            if let head = self.held, !self.connections.isShuttingDown,
-                let response = self.responder.immediateResponse(
-                    to: ServerRequest(head: head, remote: context.channel.remoteAddress)
-                )
-            {
+        case .head(let head):
+            context.fireChannelRead(Self.wrapInboundOut(.head(head)))
+        case .body(let piece):
+            // A body: the request goes on in parts.
+            if let head = self.held {
                 self.held = nil
+                context.fireChannelRead(Self.wrapInboundOut(.head(head)))
+            }
+            context.fireChannelRead(Self.wrapInboundOut(.body(piece)))
+        case .end:
+            guard let head = self.held else {
+                context.fireChannelRead(Self.wrapInboundOut(.end))
+                return
+            }
+            self.held = nil
+            var request = ServerRequest(head: head, remote: context.channel.remoteAddress)
+            if let responder = self.responder, !self.connections.isShuttingDown,
+                let response = responder.prepare(&request)
+            {
                 self.write(
                     response,
                     version: head.version,
@@ -49,17 +59,9 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
                     context
                 )
             } else {
-                self.release(context)
-                context.fireChannelRead(data)
+                context.fireChannelRead(Self.wrapInboundOut(.request(request)))
             }
         }
-    }
-
-    /// Passes the held head on.
-    private func release(_ context: ChannelHandlerContext) {
-        guard let head = self.held else { return }
-        self.held = nil
-        context.fireChannelRead(Self.wrapInboundOut(.head(head)))
     }
 
     private func write(
@@ -68,7 +70,9 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         closing: Bool,
         _ context: ChannelHandlerContext
     ) {
-        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(response.head, version: version))), promise: nil)
+        var head = response.head
+        if closing { head.headerFields[.connection] = "close" }
+        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(head, version: version))), promise: nil)
         for piece in response.body {
             context.write(Self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: piece)))), promise: nil)
         }

@@ -17,6 +17,10 @@ import Darwin
 /// unknown transfer coding, a field line without a colon, whitespace before a colon…), so that
 /// no request can be smuggled past the cache. It takes the place of NIO's
 /// `HTTPServerProtocolErrorHandler`, which answers 400 to all.
+///
+/// What follows a request that closes the connection (`Connection: close`, or HTTP/1.0
+/// without `keep-alive`) is not read as a request (RFC 9112 §9.6): it gets no answer, and the
+/// connection closes after that request's response.
 final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -24,6 +28,11 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
     typealias OutboundOut = HTTPServerResponsePart
 
     private var hasUnterminatedResponse = false
+    /// Whether a request that closes the connection came.
+    private var isClosing = false
+    /// Whether the request that closes the connection has been read to its end: what follows
+    /// is not a request.
+    private var hasClosingRequestEnded = false
     /// What the connection's request lines were like, for a head that overflowed.
     private let requestLines: RequestLineMeter
 
@@ -31,7 +40,19 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
         self.requestLines = requestLines
     }
 
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.hasClosingRequestEnded else { return }
+        switch Self.unwrapInboundIn(data) {
+        case .head(let head): if !head.isKeepAlive { self.isClosing = true }
+        case .end: if self.isClosing { self.hasClosingRequestEnded = true }
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Bytes after the last request: not a request, and not answered.
+        if self.hasClosingRequestEnded, error is HTTPParserError { return }
         if let error = error as? HTTPParserError, !self.hasUnterminatedResponse {
             let status: HTTPResponseStatus =
                 switch error {

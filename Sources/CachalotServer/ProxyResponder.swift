@@ -54,11 +54,10 @@ struct ProxyResponder: Responder {
             self.server.metrics?.request(.error, bytes: 0)
             return false
         }
-        let upstream = self.upstreamRequest(for: request)
         let answer: ResourceStream
         do {
             answer = try await self.server.loader.stream(
-                upstream,
+                request.prepared ?? self.server.loader.prepare(self.upstreamRequest(for: request)),
                 body: request.body.map { Data(buffer: $0) },
                 interim: writer.interim
             )
@@ -76,6 +75,7 @@ struct ProxyResponder: Responder {
             return true
         }
         let reply = self.reply(to: request, with: answer)
+        if !reply.keepsAlive { writer.closesConnection = true }
         writer.head(reply.response)
         var sent = 0
         // Logged however the sending ends: a client that closes as soon as it has the last byte
@@ -109,23 +109,22 @@ struct ProxyResponder: Responder {
         return reply.keepsAlive
     }
 
-    /// The whole response to `request` when the cache answers it at once, without waiting on
-    /// anything, and its body is in hand and at most ``largestImmediateBody``: its head and
-    /// its body's pieces, logged and counted. `nil` for anything else, which
-    /// ``respond(to:with:)`` answers.
-    func immediateResponse(to request: ServerRequest) -> (head: HTTPResponse, body: [Data], keepsAlive: Bool)? {
+    /// Prepares the loader's load of `request` (``ServerRequest/prepared``), without waiting on
+    /// anything, and returns the whole response to it when the cache answers it at once: its
+    /// answer is in memory and its body at most ``largestImmediateBody``; its head and its
+    /// body's pieces, logged and counted. `nil` for anything else, which
+    /// ``respond(to:with:)`` answers, resuming what was prepared.
+    func prepare(_ request: inout ServerRequest) -> (head: HTTPResponse, body: [Data], keepsAlive: Bool)? {
         let started = ContinuousClock.now
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
             // The memory tier alone: a disk read may wait on another process's lock or write
             // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
-            let resource = try? self.server.loader.cachedAnswer(
-                to: self.upstreamRequest(for: request),
-                largestBody: Self.largestImmediateBody,
-                readsDisk: false
-            )
+            let prepared = try? self.server.loader.prepare(self.upstreamRequest(for: request), readsDisk: false)
         else { return nil }
+        request.prepared = prepared
+        guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else { return nil }
         let reply = self.reply(to: request, with: ResourceStream(resource))
         let body: [Data]
         switch reply.body {

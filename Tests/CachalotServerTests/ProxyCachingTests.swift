@@ -58,6 +58,23 @@ struct ProxyCachingTests {
         try await proxy.stop()
     }
 
+    @Test("A miss is prepared once, on the event loop: memory is asked once, and the request counted once")
+    func missPreparedOnce() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 1 << 20)
+        let miss = try await proxy.send("/once")
+        #expect(miss.cacheStatus.contains("fwd=uri-miss"))
+        // Before, the connection's task converted, keyed and looked the miss up again.
+        #expect(proxy.loader.tiers.memory?.statistics.misses == 1)
+        #expect(proxy.loader.statistics.requests == 1)
+        let hit = try await proxy.send("/once")
+        #expect(hit.cacheStatus.contains("hit"))
+        #expect(proxy.loader.tiers.memory?.statistics.misses == 1)
+        #expect(proxy.loader.statistics.requests == 2)
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
     @Test("Pipelined requests are answered in order, whether from the cache at once or from the origin")
     func pipelinedInOrder() async throws {
         let origin = try await TestOrigin.start { request in

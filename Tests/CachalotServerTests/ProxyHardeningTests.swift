@@ -50,7 +50,32 @@ struct ProxyHardeningTests {
             "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n", [200, 400]
         ),
         ("a request with Connection: close", "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", [200]),
+        (
+            "a request with Connection: close, then bytes that are not a request (RFC 9112 §9.6: not read)",
+            "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGARBAGE\r\n\r\n", [200]
+        ),
+        (
+            "a request with Connection: close, then another request (not answered)",
+            "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n", [200]
+        ),
     ]
+
+    @Test(
+        "A response that ends its connection says Connection: close, from the cache at once or from the origin",
+        arguments: ["GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET /a HTTP/1.0\r\n\r\n"]
+    )
+    func closingResponseSaysSo(request: String) async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "a") }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 1 << 20)
+        // A miss, from the connection's task; then a memory hit, from the event loop.
+        for expected in ["fwd=uri-miss", "hit"] {
+            let received = try await RawClient.exchange(request, port: proxy.port)
+            let head = received.components(separatedBy: "\r\n\r\n").first?.lowercased() ?? ""
+            #expect(head.contains(expected), "\(head)")
+            #expect(head.contains("\r\nconnection: close"), "\(head)")
+        }
+        try await proxy.stop()
+    }
 
     @Test(
         "The last response reaches a slow reader whole, then the 400 for what could not be parsed, then the close",

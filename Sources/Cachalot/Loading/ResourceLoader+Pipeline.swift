@@ -24,23 +24,20 @@ extension ResourceLoader {
         }
     }
 
-    /// Answers `request`, starting from `first` if it was decided already, and follows the
-    /// redirects of its answer, up to ``Configuration/maximumRedirects``: each hop is a load of
-    /// its own, answered from the cache or the network and stored by its own rules under its
-    /// own URL.
+    /// Answers `prepared`, and follows the redirects of its answer, up to
+    /// ``Configuration/maximumRedirects``: each hop is a load of its own, prepared, answered
+    /// from the cache or the network and stored by its own rules under its own URL.
     func answer(
-        _ request: HTTPRequest,
+        _ prepared: PreparedLoad,
         body: Data?,
-        policy: CachePolicy?,
         priority: Priority,
-        delivery: Delivery,
-        first: LoadPlan.Step? = nil
+        delivery: Delivery
     ) async throws -> ResourceStream {
-        var (request, body, step) = (request, body, first)
+        var (prepared, body) = (prepared, body)
         var redirects: [URL] = []
         while true {
-            var answer = try await self.hop(request, body: body, policy: policy, priority: priority, delivery, step)
-            step = nil
+            var answer = try await self.hop(prepared, body: body, priority: priority, delivery)
+            let request = prepared.request
             guard redirects.count < self.configuration.maximumRedirects,
                 Redirect.isFollowed(answer.response.status.code),
                 let next = Redirect.request(following: answer.response, to: request, body: body),
@@ -52,21 +49,21 @@ extension ResourceLoader {
             // The redirect's own body is read (and so stored, if it may be), up to a bound.
             try await answer.drainRedirect(from: request.url)
             redirects.append(url)
-            (request, body) = next
+            prepared = try self.prepare(next.request, policy: prepared.policy)
+            body = next.body
         }
     }
 
-    /// One hop: `request` answered from the cache, the shared tiers or the network.
+    /// One hop: `prepared` answered from the cache, the shared tiers or the network.
     private func hop(
-        _ request: HTTPRequest,
+        _ prepared: PreparedLoad,
         body: Data?,
-        policy: CachePolicy?,
         priority: Priority,
-        _ delivery: Delivery,
-        _ step: LoadPlan.Step?
+        _ delivery: Delivery
     ) async throws -> ResourceStream {
-        var step = try step ?? self.step(for: request, policy: policy)
-        if step.answer == nil { step = await self.consultingSharedTiers(step, for: request, policy: policy) }
+        let request = prepared.request
+        var step = prepared.step ?? self.resume(prepared)
+        if step.answer == nil { step = await self.consultingSharedTiers(step, for: request, policy: prepared.policy) }
         var answer: ResourceStream
         switch step {
         case .answer(let resource), .answerAndRevalidate(let resource, _, _):
@@ -92,26 +89,39 @@ extension ResourceLoader {
 
     // MARK: - Steps
 
-    /// Decides the load without waiting for anything, and counts it: everything but the network
-    /// happens here, so that a hit never suspends.
-    func step(for request: HTTPRequest, policy: CachePolicy?) throws -> LoadPlan.Step {
-        let step = try self.plan(request, policy: policy)
-        self.counters.request()
-        if let resource = step.answer { self.counters.answer(resource.source, bytes: resource.body.count) }
-        return step
-    }
-
-    /// The step for `request`, uncounted, with its background revalidation started if it asks
-    /// for one.
-    func plan(_ request: HTTPRequest, policy: CachePolicy?, readsDisk: Bool = true) throws -> LoadPlan.Step {
-        guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
-            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
-        }
+    /// The step for `request` under `key`, with its background revalidation started if it asks
+    /// for one; `nil` if, without `readsDisk`, memory held nothing for it and the disk may.
+    func step(
+        for request: HTTPRequest,
+        key: ResponseKey,
+        policy: CachePolicy?,
+        readsDisk: Bool
+    ) -> LoadPlan.Step? {
         guard request.method == .get else { return .uncached }
         let policy = policy ?? self.configuration.policy
         // A reload ignores what is stored: no need to read it (from disk, perhaps).
-        let lookup = policy == .reloadIgnoringCacheData ? nil : self.lookup(key, for: request, readsDisk: readsDisk)
+        guard policy != .reloadIgnoringCacheData else {
+            return self.plan(request, key: key, policy: policy, lookup: nil)
+        }
+        let lookup = self.lookup(key, for: request, reading: readsDisk ? .memoryAndDisk : .memory)
+        if !readsDisk, self.tiers.disk != nil {
+            switch lookup {
+            case .absent?, .otherVariants?: return nil
+            case .found?, nil: break
+            }
+        }
         return self.plan(request, key: key, policy: policy, lookup: lookup)
+    }
+
+    /// The step of a `GET` that memory alone could not decide
+    /// (``step(for:key:policy:readsDisk:)`` gave none), decided with what the disk holds, its
+    /// answer counted.
+    private func resume(_ prepared: PreparedLoad) -> LoadPlan.Step {
+        let (request, key) = (prepared.request, prepared.key)
+        let lookup = self.lookup(key, for: request, reading: .disk)
+        let step = self.plan(request, key: key, policy: prepared.policy ?? self.configuration.policy, lookup: lookup)
+        if let resource = step.answer { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return step
     }
 
     /// The step for `request` given what is stored for it, uncounted, with its background
@@ -137,9 +147,13 @@ extension ResourceLoader {
     }
 
     /// What is stored for `request`; `nil` if reading the cache failed.
-    private func lookup(_ key: ResponseKey, for request: HTTPRequest, readsDisk: Bool) -> TierChain.Lookup? {
+    private func lookup(
+        _ key: ResponseKey,
+        for request: HTTPRequest,
+        reading tiers: TierChain.LocalTiers
+    ) -> TierChain.Lookup? {
         do {
-            return try self.tiers.lookup(key, for: request, readsDisk: readsDisk)
+            return try self.tiers.lookup(key, for: request, reading: tiers)
         } catch {
             self.logger.debug(
                 "Reading the cache failed; loading instead",

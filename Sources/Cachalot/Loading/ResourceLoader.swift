@@ -192,16 +192,9 @@ public final class ResourceLoader: Sendable {
         delivery: Delivery
     ) async throws -> Resource {
         // A hit is answered here, without the suspension point of a further async call.
-        let step = try self.step(for: request, policy: policy)
-        if case .answer(let resource) = step, !Redirect.isFollowed(resource.statusCode) { return resource }
-        return try await self.answer(
-            request,
-            body: body,
-            policy: policy,
-            priority: priority,
-            delivery: delivery,
-            first: step
-        ).collected()
+        let prepared = try self.prepare(request, policy: policy)
+        if let resource = prepared.answer { return resource }
+        return try await self.answer(prepared, body: body, priority: priority, delivery: delivery).collected()
     }
 
     /// Answers `request` as ``load(_:body:policy:priority:progress:)`` does, but hands the body
@@ -242,48 +235,69 @@ public final class ResourceLoader: Sendable {
         priority: Priority = .normal,
         interim: Interim? = nil
     ) async throws -> ResourceStream {
-        try await self.answer(request, body: body, policy: policy, priority: priority, delivery: .streamed(interim))
+        try await self.stream(self.prepare(request, policy: policy), body: body, priority: priority, interim: interim)
+    }
+
+    /// Answers a request prepared by ``prepare(_:policy:readsDisk:)`` as
+    /// ``stream(_:body:policy:priority:interim:)`` does, from where its preparation left it:
+    /// nothing is keyed, counted or looked up in memory again.
+    ///
+    /// - Parameters:
+    ///   - prepared: The request, prepared.
+    ///   - body: The body to send, for methods that have one. Default: `nil`.
+    ///   - priority: How soon it goes if it has to wait for its host. Default: `.normal`.
+    ///   - interim: Receives the interim responses (1xx) of the request this load sends.
+    ///     Default: `nil`.
+    /// - Returns: The response head, where it came from, and the body to read.
+    /// - Throws: as ``stream(_:body:policy:priority:interim:)``.
+    public func stream(
+        _ prepared: PreparedLoad,
+        body: Data? = nil,
+        priority: Priority = .normal,
+        interim: Interim? = nil
+    ) async throws -> ResourceStream {
+        try await self.answer(prepared, body: body, priority: priority, delivery: .streamed(interim))
     }
 
     /// What receives the interim responses (1xx) of a load: a proxy relays them to its client.
     public typealias Interim = @Sendable (HTTPResponse) async -> Void
 
-    /// The answer the cache gives `request` at once, without waiting on anything: a fresh
-    /// stored response, a stale one that the rules or `policy` allow (starting its background
-    /// revalidation if `stale-while-revalidate` asks for one), or the 504 of
-    /// ``CachePolicy/returnCacheDataDontLoad`` (with no shared tier to ask first). `nil` when the
-    /// answer needs the network or a shared tier (or is a redirect to follow): then
-    /// ``load(_:body:policy:priority:progress:)`` or
-    /// ``stream(_:body:policy:priority:interim:)`` the request, which looks it up again.
+    /// Prepares `request`: computes its key, looks up what is stored for it and decides what
+    /// answers it, without waiting on anything (see ``PreparedLoad``). Its
+    /// ``PreparedLoad/answer`` is the answer the cache gives at once, if it gives one; else
+    /// ``stream(_:body:priority:interim:)`` takes the prepared request on from there.
     ///
     /// For a server that answers hits on the thread that read the request, without a hop to
     /// another executor. It reads the disk tier unless `readsDisk` is `false`: a disk read may
     /// wait for another process's lock, or write the journal, which a thread that must never
-    /// wait (an event loop) leaves to another. It is counted in ``statistics`` only when it
-    /// answers.
+    /// wait (an event loop) leaves to another; the disk is then read when the load resumes, if
+    /// memory held nothing for the request. The request is counted in ``statistics`` here,
+    /// once, and its answer too if it has one.
     ///
     /// - Parameters:
     ///   - request: The request; its `Cache-Control` and `Pragma` fields count.
     ///   - policy: How the request uses the cache. Default: `nil`, the configuration's.
-    ///   - largestBody: The largest body answered: `nil` for a larger one, which the caller may
-    ///     rather stream. Default: no limit.
-    ///   - readsDisk: Whether an entry not in memory is looked for on disk; if not, `nil`
-    ///     answers it. Default: `true`.
+    ///   - readsDisk: Whether an entry not in memory is looked for on disk now. Default: `true`.
     /// - Throws: ``LoadError`` with ``LoadError/Code/invalidRequest`` if the request has no
     ///   `http` or `https` URL.
-    public func cachedAnswer(
-        to request: HTTPRequest,
+    public func prepare(
+        _ request: HTTPRequest,
         policy: CachePolicy? = nil,
-        largestBody: Int = .max,
         readsDisk: Bool = true
-    ) throws -> Resource? {
-        guard case .answer(let resource) = try self.plan(request, policy: policy, readsDisk: readsDisk),
-            resource.body.count <= largestBody,
-            self.configuration.maximumRedirects == 0 || !Redirect.isFollowed(resource.statusCode)
-        else { return nil }
+    ) throws -> PreparedLoad {
+        guard let key = ResponseKey(of: request, transform: self.configuration.keyTransform) else {
+            throw LoadError(.invalidRequest, "A request needs an absolute http or https URL to be loaded.")
+        }
         self.counters.request()
-        self.counters.answer(resource.source, bytes: resource.body.count)
-        return resource
+        let step = self.step(for: request, key: key, policy: policy, readsDisk: readsDisk)
+        if let resource = step?.answer { self.counters.answer(resource.source, bytes: resource.body.count) }
+        return PreparedLoad(
+            request: request,
+            policy: policy,
+            key: key,
+            step: step,
+            followsRedirects: self.configuration.maximumRedirects > 0
+        )
     }
 
     // MARK: - Background work

@@ -91,18 +91,32 @@ final class TierChain: Sendable {
         self.failed = failed
     }
 
-    /// The stored response that `request` selects under `url`, and where it was.
-    func lookup(_ url: ResponseKey, for request: HTTPRequest, readsDisk: Bool = true) throws(CacheError) -> Lookup {
-        guard let (entry, tier) = try self.entry(url, readsDisk: readsDisk) else { return .absent }
+    /// The stored response that `request` selects under `url` in the local tiers `reading`,
+    /// and where it was.
+    func lookup(
+        _ url: ResponseKey,
+        for request: HTTPRequest,
+        reading: LocalTiers = .memoryAndDisk
+    ) throws(CacheError) -> Lookup {
+        guard let (entry, tier) = try self.entry(url, reading: reading) else { return .absent }
         switch entry {
         case .response(let response):
             return .found(response, tier)
         case .variants(let names):
-            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request), readsDisk: readsDisk),
+            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request), reading: reading),
                 case .response(let response) = entry
             else { return .otherVariants }
             return .found(response, tier)
         }
+    }
+
+    /// The local tiers a lookup reads.
+    enum LocalTiers {
+        /// Memory alone: a thread that must never wait (an event loop) reads no file.
+        case memory
+        /// The disk alone: for a lookup that memory has answered already.
+        case disk
+        case memoryAndDisk
     }
 
     /// What is stored for a request.
@@ -275,9 +289,9 @@ final class TierChain: Sendable {
         if let failure { throw failure }
     }
 
-    private func entry(_ key: ResponseKey, readsDisk: Bool) throws(CacheError) -> (StoredEntry, StorageTier)? {
-        if let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
-        guard readsDisk, let disk = self.disk else { return nil }
+    private func entry(_ key: ResponseKey, reading: LocalTiers) throws(CacheError) -> (StoredEntry, StorageTier)? {
+        if reading != .disk, let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
+        guard reading != .memory, let disk = self.disk else { return nil }
         let diskKey = key.string
         guard let stored = try disk.entry(forKey: diskKey) else { return nil }
         guard let entry = Self.decode(stored) else {

@@ -7,9 +7,10 @@ import Testing
 
 @testable import Cachalot
 
-/// What the cache answers without waiting, and why a load went to the origin.
-@Suite("ResourceLoader.cachedAnswer and forward reasons", .timeLimit(.minutes(1)))
-struct CachedAnswerTests {
+/// What the cache answers without waiting (``ResourceLoader/prepare(_:policy:readsDisk:)``), a
+/// prepared load resumed, and why a load went to the origin.
+@Suite("ResourceLoader.prepare and forward reasons", .timeLimit(.minutes(1)))
+struct PreparedLoadTests {
     let directory: TemporaryDirectory
 
     init() throws {
@@ -24,28 +25,28 @@ struct CachedAnswerTests {
         )
     }
 
-    @Test("a miss is not answered at once and not counted; a fresh hit is answered and counted once")
+    @Test("a prepared miss has no answer and is counted once, when prepared; a fresh hit is answered and counted once")
     func answersHitsOnly() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
         defer { origin.stop() }
         let loader = try self.makeLoader()
         let request = HTTPRequest(method: .get, url: origin.url("/a"))
-        #expect(try loader.cachedAnswer(to: request) == nil)
-        #expect(loader.statistics.requests == 0)
-        _ = try await loader.load(request)
-        let hit = try #require(try loader.cachedAnswer(to: request))
+        let miss = try loader.prepare(request)
+        #expect(miss.answer == nil)
+        #expect(loader.statistics.requests == 1)
+        let loaded = try await loader.stream(miss).collected()
+        #expect(loaded.source == .network)
+        #expect(loader.statistics.requests == 1)
+        let hit = try #require(try loader.prepare(request).answer)
         #expect(hit.source == .memory)
         #expect(String(decoding: hit.body, as: UTF8.self) == "x")
         #expect(hit.response.headerFields[.age] != nil)
         #expect(loader.statistics.requests == 2)
         #expect(loader.statistics.memoryHits == 1)
-        // A body over the caller's limit is left to a load, uncounted.
-        #expect(try loader.cachedAnswer(to: request, largestBody: 0) == nil)
-        #expect(loader.statistics.requests == 2)
         #expect(origin.requests.count == 1)
     }
 
-    @Test("without readsDisk, an entry on disk alone is left to a load; with it, the disk answers")
+    @Test("prepared from memory alone, an entry on disk is read when the load resumes, and memory is not asked again")
     func memoryOnly() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
         defer { origin.stop() }
@@ -55,12 +56,20 @@ struct CachedAnswerTests {
         await first.waitForBackgroundWork()
         // A second loader on the same directory: nothing in its memory, the entry on disk.
         let loader = try self.makeLoader()
-        #expect(try loader.cachedAnswer(to: request, readsDisk: false) == nil)
-        #expect(loader.statistics.requests == 0)
-        let hit = try #require(try loader.cachedAnswer(to: request))
-        #expect(hit.source == .disk)
+        let prepared = try loader.prepare(request, readsDisk: false)
+        #expect(prepared.answer == nil)
+        #expect(loader.tiers.memory?.statistics.misses == 1)
+        let resumed = try await loader.stream(prepared).collected()
+        #expect(resumed.source == .disk)
+        #expect(String(decoding: resumed.body, as: UTF8.self) == "x")
+        #expect(loader.tiers.memory?.statistics.misses == 1)
+        #expect(loader.statistics.requests == 1)
+        #expect(loader.statistics.diskHits == 1)
         // Read once, it is in memory, which answers without the disk.
-        #expect(try loader.cachedAnswer(to: request, readsDisk: false)?.source == .memory)
+        #expect(try loader.prepare(request, readsDisk: false).answer?.source == .memory)
+        // Read from disk at once when the caller may wait.
+        let other = try self.makeLoader()
+        #expect(try other.prepare(request).answer?.source == .disk)
         #expect(origin.requests.count == 1)
     }
 
@@ -75,10 +84,10 @@ struct CachedAnswerTests {
         let request = HTTPRequest(method: .get, url: origin.url("/moved"))
         let relaying = try self.makeLoader()
         _ = try await relaying.load(request)
-        #expect(try relaying.cachedAnswer(to: request)?.response.status.code == 301)
+        #expect(try relaying.prepare(request).answer?.response.status.code == 301)
         let following = try self.makeLoader(maximumRedirects: 5)
         #expect(try await following.load(request).redirects.count == 1)
-        #expect(try following.cachedAnswer(to: request) == nil)
+        #expect(try following.prepare(request).answer == nil)
     }
 
     @Test("forward reasons: uri-miss, vary-miss for a new variant, request, stale, method, bypass")
