@@ -5,7 +5,13 @@ import Synchronization
 /// Keeps what a logger is told, and lets a test wait for a message: how a test learns that the
 /// server did something it shows nowhere else (closed a connection on its own, say).
 final class LogRecorder: Sendable {
-    private let state = Mutex<(messages: [String], waiters: [(String, CheckedContinuation<Void, Never>)])>(([], []))
+    private struct Waiter {
+        let id: Int
+        let text: String
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private let state = Mutex<(messages: [String], waiters: [Waiter], nextID: Int)>(([], [], 0))
     /// The messages logged by a thread of an event loop, which must never wait on a log's output.
     private let onEventLoop = Mutex<[String]>([])
 
@@ -14,15 +20,28 @@ final class LogRecorder: Sendable {
         Logger(label: label) { _ in Handler(recorder: self) }
     }
 
-    /// Waits until a message containing `text` has been logged.
+    /// Waits until a message containing `text` has been logged, or the task is cancelled (a
+    /// test's time limit, say): a wait never outlives its test.
     func wait(for text: String) async {
-        await withCheckedContinuation { continuation in
-            let isLogged = self.state.withLock { state in
-                guard !state.messages.contains(where: { $0.contains(text) }) else { return true }
-                state.waiters.append((text, continuation))
-                return false
+        let id = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let isReady = self.state.withLock { state in
+                    guard !Task.isCancelled, !state.messages.contains(where: { $0.contains(text) }) else { return true }
+                    state.waiters.append(Waiter(id: id, text: text, continuation: continuation))
+                    return false
+                }
+                if isReady { continuation.resume() }
             }
-            if isLogged { continuation.resume() }
+        } onCancel: {
+            let waiter = self.state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume()
         }
     }
 
@@ -36,9 +55,9 @@ final class LogRecorder: Sendable {
         let ready = self.state.withLock { state in
             state.messages.append(message)
             var ready: [CheckedContinuation<Void, Never>] = []
-            state.waiters.removeAll { text, continuation in
-                guard message.contains(text) else { return false }
-                ready.append(continuation)
+            state.waiters.removeAll { waiter in
+                guard message.contains(waiter.text) else { return false }
+                ready.append(waiter.continuation)
                 return true
             }
             return ready
