@@ -36,7 +36,9 @@ public struct MallocTuning: Sendable, Hashable {
 
     /// One setting, as ``settings(environment:)`` lists it.
     public enum Setting: Sendable, Hashable, CustomStringConvertible {
+        /// At most this many arenas (`M_ARENA_MAX`).
         case arenaLimit(Int)
+        /// Allocations of at least this many bytes mapped on their own (`M_MMAP_THRESHOLD`).
         case mmapThreshold(Int)
 
         /// The setting as glibc's variable would spell it, such as `MALLOC_ARENA_MAX=2`.
