@@ -22,7 +22,7 @@ public struct MallocTuning: Sendable, Hashable {
     public var arenaLimit: Int?
     /// Allocations of at least this many bytes are mapped on their own and unmapped when freed,
     /// and the threshold stays where it is set; `nil` leaves glibc's, which starts at 128 KiB
-    /// and rises. At most 32 MiB. Default: `nil`.
+    /// and rises. Default: `nil`.
     public var mmapThreshold: Int?
 
     /// Creates a tuning; each parameter sets the property of the same name.

@@ -8,7 +8,8 @@ import Glibc
 struct MallocStatisticsTests {
     @Test("A large block counts as mapped and in use while it is held, and leaves both when freed")
     func largeBlock() throws {
-        // 64 MiB is above the largest mmap threshold glibc uses (32 MiB): always mapped on its own.
+        // 64 MiB is above the most that glibc's own threshold rises to (32 MiB), and above 128 KiB: mapped
+        // on its own unless a test sets a higher threshold, which none does.
         let size = 64 << 20
         let before = try #require(MallocStatistics.current())
         let block = try #require(malloc(size))

@@ -30,7 +30,7 @@ int cachalot_malloc_set_arena_limit(int count);
 
 /// `mallopt(M_MMAP_THRESHOLD, bytes)`: allocations of at least `bytes` are mapped on their own
 /// and unmapped when freed, and the threshold no longer rises by itself. Returns 1 if the C
-/// library took it, 0 if it refused (more than 32 MiB on 64-bit) or is not glibc.
+/// library took it; 0 if it refused, if `bytes` does not fit in an `int`, or if it is not glibc.
 int cachalot_malloc_set_mmap_threshold(size_t bytes);
 
 /// `malloc_trim(0)`: gives the system back every whole free page in every arena. Returns 1 if
