@@ -255,7 +255,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard self.mallocTrimInterval == 0 || (self.mallocTrimInterval >= 0.1 && self.mallocTrimInterval <= 86_400)
         else {
-            throw ValidationError("--malloc-trim-interval must be 0 (none) or a number of seconds from 0.1 to 86400.")
+            throw ValidationError(
+                "--malloc-trim-interval (or CACHALOT_MALLOC_TRIM_INTERVAL) must be 0 or seconds from 0.1 to 86400."
+            )
         }
         let accessLog = try Self.accessLog(named: self.accessLog, quiet: self.options.quiet)
         guard !self.options.offline else {
