@@ -37,6 +37,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "CCachalotCore"),
+        // glibc's malloc statistics and settings, for the server alone: the core never tunes
+        // the allocator of the application it is part of.
+        .target(name: "CCachalotMalloc"),
         .target(
             name: "Cachalot",
             dependencies: [
@@ -91,6 +94,7 @@ let package = Package(
             name: "CachalotServer",
             dependencies: [
                 "Cachalot",
+                "CCachalotMalloc",
                 "CachalotAsyncHTTPClient",
                 "CachalotImages",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CachalotServer
 import Foundation
 
 #if canImport(Glibc)
@@ -38,6 +39,12 @@ struct CachalotCommand: AsyncParsableCommand {
         // than as SIGPIPE, which would end it in the middle of a write. SwiftNIO ignores SIGPIPE
         // too, but only once it has opened a socket: an answer from the cache opens none.
         signal(SIGPIPE, SIG_IGN)
+        // The proxy runs for days: fewer malloc arenas and a fixed mmap threshold keep what
+        // evicted bodies freed from staying resident (docs/serve.md, "Memory"). Set before other
+        // threads allocate; glibc's own variables (MALLOC_ARENA_MAX…) win.
+        if CommandLine.arguments.dropFirst().first == "serve" {
+            MallocTuning.server.apply(environment: ProcessInfo.processInfo.environment)
+        }
         let arguments: [String]
         do {
             arguments = try Serve.environment.arguments(

@@ -51,6 +51,7 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_CONNECT_TIMEOUT", "--connect-timeout"),
             .init("CACHALOT_IDLE_TIMEOUT", "--idle-timeout"),
             .init("CACHALOT_REQUEST_BODY_TIMEOUT", "--request-body-timeout"),
+            .init("CACHALOT_MALLOC_TRIM_INTERVAL", "--malloc-trim-interval"),
             .init("CACHALOT_ACCESS_LOG", "--access-log"),
             .init("CACHALOT_IGNORE_TARGETED_CACHE_CONTROL", "--ignore-targeted-cache-control", .flag),
             .init("CACHALOT_STALE_IF_UNREACHABLE", "--stale-if-unreachable", .flag),
@@ -126,6 +127,15 @@ struct Serve: AsyncParsableCommand {
         )
     )
     var requestBodyTimeout: Double = 60
+
+    @Option(
+        name: .customLong("malloc-trim-interval"),
+        help: ArgumentHelp(
+            "Seconds between two returns of malloc's free memory to the system (malloc_trim); 0 for none.",
+            valueName: "seconds"
+        )
+    )
+    var mallocTrimInterval: Double = 10
 
     @Option(
         name: .customLong("access-log"),
@@ -243,6 +253,12 @@ struct Serve: AsyncParsableCommand {
         else {
             throw ValidationError("--request-body-timeout must be a number of seconds from 0.001 to 604800 (a week).")
         }
+        guard self.mallocTrimInterval == 0 || (self.mallocTrimInterval >= 0.1 && self.mallocTrimInterval <= 86_400)
+        else {
+            throw ValidationError(
+                "--malloc-trim-interval (or CACHALOT_MALLOC_TRIM_INTERVAL) must be 0 or seconds from 0.1 to 86400."
+            )
+        }
         let accessLog = try Self.accessLog(named: self.accessLog, quiet: self.options.quiet)
         guard !self.options.offline else {
             throw ValidationError("--offline is for get, prefetch and image: serve forwards every miss to the origin.")
@@ -316,6 +332,10 @@ struct Serve: AsyncParsableCommand {
                 shared: sharedTier.map { [$0] } ?? [],
                 logger: logger
             )
+            // glibc keeps what bodies freed inside its heaps; this gives it back (docs/serve.md, "Memory").
+            let trimmer =
+                self.mallocTrimInterval == 0
+                ? nil : MallocTrimmer(interval: .milliseconds(Int64(self.mallocTrimInterval * 1_000)))
             let server: CacheServer
             do {
                 server = try CacheServer(
@@ -328,7 +348,7 @@ struct Serve: AsyncParsableCommand {
                         keysHost: self.keysHost,
                         limits: limits,
                         metrics: metrics,
-                        metricsText: metricsText,
+                        metricsText: { metricsText(loader, trimmer) },
                         images: images,
                         accessLog: accessLog
                     ),
@@ -340,7 +360,7 @@ struct Serve: AsyncParsableCommand {
             }
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: server)],
+                    services: [.init(service: server)] + (trimmer.map { [.init(service: $0)] } ?? []),
                     gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger
                 )
@@ -353,11 +373,13 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics`: what
-    /// the proxy and the loader count, with the disk tier's size and entries read at each scrape.
+    /// Metrics in a Prometheus registry of the command's own, and the text of `/metrics` for a
+    /// loader: what the proxy and the loader count, with gauges read at each scrape: the disk
+    /// tier's size and entries, the memory tier's cost and entries, and what glibc's malloc holds
+    /// (see docs/serve.md, "Memory").
     private static func prometheus(
         disk: DiskCache
-    ) -> (MetricsConfiguration, @Sendable () -> String) {
+    ) -> (MetricsConfiguration, @Sendable (ResourceLoader, MallocTrimmer?) -> String) {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         // Prometheus names allow letters, digits, _ and :; swift-metrics labels may hold more.
@@ -369,11 +391,33 @@ struct Serve: AsyncParsableCommand {
         }
         let storedBytes = Gauge(label: "cachalot_disk_stored_bytes", factory: factory)
         let storedEntries = Gauge(label: "cachalot_disk_entries", factory: factory)
+        let memoryCost = Gauge(label: "cachalot_memory_tier_cost_bytes", factory: factory)
+        let memoryEntries = Gauge(label: "cachalot_memory_tier_entries", factory: factory)
+        let mallocInUse = Gauge(label: "cachalot_malloc_in_use_bytes", factory: factory)
+        let mallocMapped = Gauge(label: "cachalot_malloc_mapped_bytes", factory: factory)
+        let mallocArena = Gauge(label: "cachalot_malloc_arena_bytes", factory: factory)
+        let mallocFree = Gauge(label: "cachalot_malloc_free_bytes", factory: factory)
+        let trims = Gauge(label: "cachalot_malloc_trims", factory: factory)
+        let trimSeconds = Gauge(label: "cachalot_malloc_trim_seconds", factory: factory)
         return (
             MetricsConfiguration(label: "cachalot_proxy", factory: factory),
-            {
+            { loader, trimmer in
                 if let size = try? disk.totalSize { storedBytes.record(size) }
                 if let count = try? disk.count { storedEntries.record(count) }
+                if let memory = loader.memoryTierStatistics {
+                    memoryCost.record(memory.totalCost)
+                    memoryEntries.record(memory.count)
+                }
+                if let malloc = MallocStatistics.current() {
+                    mallocInUse.record(malloc.inUseBytes)
+                    mallocMapped.record(malloc.mappedBytes)
+                    mallocArena.record(malloc.arenaBytes)
+                    mallocFree.record(malloc.freeBytes)
+                }
+                if let trimmed = trimmer?.statistics {
+                    trims.record(trimmed.trims)
+                    trimSeconds.record(trimmed.duration / .seconds(1))
+                }
                 return registry.emitToString()
             }
         )

@@ -39,6 +39,9 @@ public final class ManualClock: Clock, Sendable {
     public var now: Instant { self.state.withLock { $0.now } }
     /// One nanosecond.
     public var minimumResolution: Duration { .nanoseconds(1) }
+    /// How many sleepers wait for ``advance(by:)`` now: a test waits until its code under test
+    /// sleeps before it moves time, so that the move is not made before the sleep begins.
+    public var sleeperCount: Int { self.state.withLock { $0.sleepers.count } }
 
     /// Moves time forward and wakes the sleepers whose deadline has come.
     public func advance(by duration: Duration) {

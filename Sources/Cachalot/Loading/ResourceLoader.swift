@@ -123,6 +123,15 @@ public final class ResourceLoader: Sendable {
         self.counters.snapshot
     }
 
+    /// What the memory tier holds now, and has done: its entries and the sum of their costs
+    /// (which ``Configuration/memoryCostLimit`` bounds), its hits and evictions; `nil` without
+    /// a memory tier.
+    ///
+    /// - Complexity: O(1); it takes each of the tier's shard locks once, in turn.
+    public var memoryTierStatistics: MemoryCacheStatistics? {
+        self.tiers.memory?.statistics
+    }
+
     // MARK: - Loading
 
     /// A run of the loader's flights.
