@@ -17,7 +17,6 @@ cachalot_malloc_statistics cachalot_malloc_read_statistics(void) {
     statistics.mappedBytes = info.hblkhd;
     statistics.inUseBytes = info.uordblks;
     statistics.freeBytes = info.fordblks;
-    statistics.releasableBytes = info.keepcost;
 #endif
     return statistics;
 }

@@ -16,8 +16,6 @@ typedef struct {
     size_t inUseBytes;
     /// Bytes free inside the arenas: held by the process, not in use (`fordblks`).
     size_t freeBytes;
-    /// Of those, the bytes at the top of the main heap that a trim would give back (`keepcost`).
-    size_t releasableBytes;
 } cachalot_malloc_statistics;
 
 /// Reads the statistics: it walks every arena's free lists under the arena's lock, which takes
