@@ -17,10 +17,14 @@ struct MallocStatisticsTests {
         let held = try #require(MallocStatistics.current())
         free(block)
         let after = try #require(MallocStatistics.current())
-        #expect(held.mappedBytes - before.mappedBytes >= size)
-        #expect(held.inUseBytes - before.inUseBytes >= size)
-        #expect(held.mappedBytes - after.mappedBytes >= size)
-        #expect(held.inUseBytes - after.inUseBytes >= size)
+        // The figures are the whole process's: other threads of the test run allocate and free
+        // meanwhile (CI saw 20 KiB less than the block). 4 MiB of slack still tells a 64 MiB
+        // block counted from one not counted.
+        let slack = 4 << 20
+        #expect(held.mappedBytes - before.mappedBytes >= size - slack)
+        #expect(held.inUseBytes - before.inUseBytes >= size - slack)
+        #expect(held.mappedBytes - after.mappedBytes >= size - slack)
+        #expect(held.inUseBytes - after.inUseBytes >= size - slack)
     }
 
     @Test("Small blocks freed count as free in the arenas, not in use")
