@@ -288,7 +288,7 @@ public final class CacheServer: Service, Sendable {
                     let onBodyTimeout = immediate.map { _ in
                         { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
                             self.log(
-                                ServerRequest(head: head, remote: remote),
+                                ServerRequest(head: head, client: Client(remote)),
                                 status: 408,
                                 cacheStatus: "request-timeout",
                                 bytes: 0,
@@ -363,7 +363,7 @@ extension CacheServer {
         accessLog.append(
             AccessLogRecord(
                 time: Date().timeIntervalSince1970,
-                client: request.remote,
+                client: request.client.address,
                 method: request.head.method.spelling,
                 target: request.head.uri,
                 status: status,

@@ -16,10 +16,43 @@ struct CacheStatus: Sendable, CustomStringConvertible {
 
     /// The status of an answer the loader gave.
     init(name: String, answer: ResourceStream) {
+        self.init(
+            name: name,
+            source: answer.source,
+            forwardReason: answer.forwardReason,
+            timeToLive: answer.timeToLive,
+            collapsed: answer.isCollapsed,
+            storing: answer.isStoring,
+            status: answer.response.status.code
+        )
+    }
+
+    /// The status of a whole answer the loader gave.
+    init(name: String, resource: Resource) {
+        self.init(
+            name: name,
+            source: resource.source,
+            forwardReason: resource.forwardReason,
+            timeToLive: resource.timeToLive,
+            collapsed: false,
+            storing: false,
+            status: resource.response.status.code
+        )
+    }
+
+    private init(
+        name: String,
+        source: Resource.Source,
+        forwardReason: Resource.ForwardReason?,
+        timeToLive: Int?,
+        collapsed: Bool,
+        storing: Bool,
+        status: @autoclosure () -> Int
+    ) {
         self.name = name
-        self.timeToLive = answer.timeToLive
-        self.collapsed = answer.isCollapsed
-        switch answer.source {
+        self.timeToLive = timeToLive
+        self.collapsed = collapsed
+        switch source {
         case .memory, .disk:
             self.hit = true
         case .shared:
@@ -32,18 +65,18 @@ struct CacheStatus: Sendable, CustomStringConvertible {
             self.hit = true
             self.detail = "stale"
         case .stale(.originError):
-            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.forward = forwardReason?.rawValue ?? "stale"
             self.detail = "stale-if-error"
         case .stale(.unreachable):
-            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.forward = forwardReason?.rawValue ?? "stale"
             self.detail = "stale-if-unreachable"
         case .revalidated:
-            self.forward = answer.forwardReason?.rawValue ?? "stale"
+            self.forward = forwardReason?.rawValue ?? "stale"
             self.forwardStatus = 304
         case .network:
-            self.forward = answer.forwardReason?.rawValue ?? "miss"
-            self.forwardStatus = answer.response.status.code
-            self.stored = answer.isStoring
+            self.forward = forwardReason?.rawValue ?? "miss"
+            self.forwardStatus = status()
+            self.stored = storing
             self.timeToLive = nil
         case .generated:
             self.detail = "only-if-cached"

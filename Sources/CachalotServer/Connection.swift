@@ -14,12 +14,13 @@ struct ServerRequest: Sendable {
     /// The head's fields as swift-http-types has them, made once.
     let fields: HTTPFields
     var body: ByteBuffer?
-    var remote: SocketAddress?
+    /// Who sent it.
+    var client: Client
     /// The proxy's load of it, prepared on the event loop that read it (see
     /// ``ImmediateResponder``): the connection's task resumes it instead of preparing it again.
     var prepared: PreparedLoad?
 
-    init(head: HTTPRequestHead, body: ByteBuffer? = nil, remote: SocketAddress?) {
+    init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
         self.head = head
         if let fragment = head.uri.utf8.firstIndex(of: UInt8(ascii: "#")) {
             self.head.uri = String(head.uri[..<fragment])
@@ -33,7 +34,25 @@ struct ServerRequest: Sendable {
         }
         self.fields = fields
         self.body = body
-        self.remote = remote
+        self.client = client
+    }
+}
+
+/// Who a connection's requests come from, worked out once for the connection: formatting an
+/// address costs more than answering a small hit.
+struct Client: Sendable {
+    /// The peer's address.
+    let address: SocketAddress?
+    /// Its IP address as text, as `inet_ntop` writes it.
+    let ip: String?
+    /// ``ip`` in its one spelling per address (``ForwardedFields/canonicalAddress(_:)``), as
+    /// trusted proxies are compared.
+    let canonicalIP: String?
+
+    init(_ address: SocketAddress?) {
+        self.address = address
+        self.ip = address?.ipAddress
+        self.canonicalIP = self.ip.map(ForwardedFields.canonicalAddress)
     }
 }
 
@@ -93,6 +112,11 @@ struct ResponseWriter: Sendable {
         self.pendingHead = HTTPResponseHead(response, version: self.version)
     }
 
+    /// Sets `head` to be written with the first piece of the body or the end.
+    mutating func head(_ head: ClientHead) {
+        self.pendingHead = head.nioHead(version: self.version, closing: self.closesConnection)
+    }
+
     /// Writes the pending head now, without waiting for the body's first piece: for a body that
     /// comes from the origin, whose first piece may be long in coming (or never come).
     mutating func flushHead() async throws {
@@ -136,7 +160,7 @@ struct ResponseWriter: Sendable {
         var offset = data.startIndex
         while offset < data.endIndex {
             let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
-            parts.append(.body(.byteBuffer(ByteBuffer(bytes: data[offset..<end]))))
+            for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(.byteBuffer(buffer))) }
             offset = end
             if offset < data.endIndex {
                 try await self.outbound.write(contentsOf: parts)
@@ -148,6 +172,27 @@ struct ResponseWriter: Sendable {
     }
 
     private static let slice = 256 << 10
+}
+
+extension ByteBuffer {
+    /// The largest buffer a body is copied into for writing: below the 128 KiB from which
+    /// `cachalot serve` has glibc map each allocation (``MallocTuning``), so that a body's
+    /// buffers come from the allocator's free memory and go back to it, rather than being
+    /// mapped, faulted in page by page and unmapped for every response.
+    static let largestBodyCopy = 64 << 10
+
+    /// `bytes` copied into buffers of at most ``largestBodyCopy`` bytes, in order.
+    static func copies(of bytes: Data.SubSequence) -> [ByteBuffer] {
+        var buffers: [ByteBuffer] = []
+        buffers.reserveCapacity((bytes.count + Self.largestBodyCopy - 1) / Self.largestBodyCopy)
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let end = bytes.index(offset, offsetBy: Self.largestBodyCopy, limitedBy: bytes.endIndex) ?? bytes.endIndex
+            buffers.append(ByteBuffer(bytes: bytes[offset..<end]))
+            offset = end
+        }
+        return buffers
+    }
 }
 
 extension HTTPResponseHead {
@@ -174,7 +219,7 @@ extension CacheServer {
         in connections: ConnectionRegistry,
         with responder: some Responder
     ) async {
-        let remote = connection.channel.remoteAddress
+        let client = Client(connection.channel.remoteAddress)
         let id = ObjectIdentifier(connection.channel)
         defer { connections.remove(id) }
         do {
@@ -189,7 +234,7 @@ extension CacheServer {
                                 outbound,
                                 id: id,
                                 in: connections,
-                                remote: remote,
+                                client: client,
                                 with: responder
                             )
                         } catch {
@@ -226,7 +271,7 @@ extension CacheServer {
         _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
         id: ObjectIdentifier,
         in connections: ConnectionRegistry,
-        remote: SocketAddress?,
+        client: Client,
         with responder: some Responder
     ) async throws {
         var parts = inbound.makeAsyncIterator()
@@ -238,7 +283,7 @@ extension CacheServer {
                 request = whole
             case .head(let head):
                 guard connections.setBusy(id, true) else { return }
-                request = ServerRequest(head: head, body: nil, remote: remote)
+                request = ServerRequest(head: head, body: nil, client: client)
                 switch try await self.readBody(of: &request, from: &parts) {
                 case .complete:
                     break

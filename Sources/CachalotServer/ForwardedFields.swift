@@ -58,24 +58,46 @@ enum ForwardedFields {
     /// registered name, an IPv4 address or a bracketed IPv6 one, and an optional port; empty
     /// counts as valid. Nothing that could end the authority in a key (`/`, `?`, `#`, `@`) passes.
     static func isValidHost(_ value: String) -> Bool {
-        var host = Substring(value)
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return false }
-            let literal = host[host.index(after: host.startIndex)..<close]
-            guard !literal.isEmpty, literal.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
-                return false
-            }
-            host = host[host.index(after: close)...]
-            guard host.isEmpty || host.first == ":" else { return false }
-            return host.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
+        // Read as bytes: a proxy checks this on every request.
+        var bytes = Substring(value).utf8[...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = bytes[bytes.index(after: bytes.startIndex)..<close]
+            guard !literal.isEmpty, literal.allSatisfy(Self.isAddressByte) else { return false }
+            bytes = bytes[bytes.index(after: close)...]
+            guard bytes.isEmpty || bytes.first == UInt8(ascii: ":") else { return false }
+            return bytes.dropFirst().allSatisfy(Self.isDigit)
         }
-        if let colon = host.lastIndex(of: ":") {
-            guard host[host.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return false }
-            host = host[..<colon]
+        if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
+            guard bytes[bytes.index(after: colon)...].allSatisfy(Self.isDigit) else { return false }
+            bytes = bytes[..<colon]
         }
-        return host.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII
-                && (CharacterSet.alphanumerics.contains(scalar) || "-._~%!$&'()*+,;=".unicodeScalars.contains(scalar))
+        return bytes.allSatisfy(Self.isRegisteredNameByte)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// A byte of an IPv6 literal (hex digits, `:`, and `.` for an embedded IPv4 address).
+    private static func isAddressByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"), UInt8(ascii: ":"), UInt8(ascii: "."):
+            true
+        default:
+            false
+        }
+    }
+
+    /// A byte of a registered name or an IPv4 address: unreserved, sub-delims or `%` (RFC 3986 §3.2.2).
+    private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "A")...UInt8(ascii: "Z"):
+            true
+        default:
+            "-._~%!$&'()*+,;=".utf8.contains(byte)
         }
     }
 

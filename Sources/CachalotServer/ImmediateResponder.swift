@@ -23,6 +23,8 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     private let connections: ConnectionRegistry
     /// The head of a `GET` or `HEAD` whose end has not come yet, while it has no body.
     private var held: HTTPRequestHead?
+    /// Who the connection's requests come from, once a request has come.
+    private var client: Client?
 
     init(responder: ProxyResponder?, connections: ConnectionRegistry) {
         self.responder = responder
@@ -48,7 +50,9 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
                 return
             }
             self.held = nil
-            var request = ServerRequest(head: head, remote: context.channel.remoteAddress)
+            let client = self.client ?? Client(context.channel.remoteAddress)
+            self.client = client
+            var request = ServerRequest(head: head, client: client)
             if let responder = self.responder, !self.connections.isShuttingDown,
                 let response = responder.prepare(&request)
             {
@@ -65,16 +69,19 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func write(
-        _ response: (head: HTTPResponse, body: [Data], keepsAlive: Bool),
+        _ response: (head: ClientHead, body: [Data], keepsAlive: Bool),
         version: HTTPVersion,
         closing: Bool,
         _ context: ChannelHandlerContext
     ) {
-        var head = response.head
-        if closing { head.headerFields[.connection] = "close" }
-        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(head, version: version))), promise: nil)
+        context.write(
+            Self.wrapOutboundOut(.head(response.head.nioHead(version: version, closing: closing))),
+            promise: nil
+        )
         for piece in response.body {
-            context.write(Self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: piece)))), promise: nil)
+            for buffer in ByteBuffer.copies(of: piece[...]) {
+                context.write(Self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            }
         }
         guard closing else {
             context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)

@@ -22,6 +22,8 @@ struct ProxyResponder: Responder {
     private let images: ImageResponder?
     /// ``CacheServer/Configuration/trustedProxies``, each address in its canonical spelling.
     private let trustedProxies: Set<String>
+    /// The proxy's element of `Via` in its responses.
+    private let via: String
 
     init(server: CacheServer) {
         self.server = server
@@ -36,6 +38,7 @@ struct ProxyResponder: Responder {
             ImageResponder(server: server, endpoint: endpoint, pipeline: pipeline, origin: origin)
         }
         self.trustedProxies = Set(server.configuration.trustedProxies.map(ForwardedFields.canonicalAddress))
+        self.via = "1.1 \(server.configuration.name)"
     }
 
     private var configuration: CacheServer.Configuration { self.server.configuration }
@@ -76,7 +79,7 @@ struct ProxyResponder: Responder {
         }
         let reply = self.reply(to: request, with: answer)
         if !reply.keepsAlive { writer.closesConnection = true }
-        writer.head(reply.response)
+        writer.head(reply.head)
         var sent = 0
         // Logged however the sending ends: a client that closes as soon as it has the last byte
         // cancels this task, often before the end is written, and its response went all the same.
@@ -114,7 +117,7 @@ struct ProxyResponder: Responder {
     /// answer is in memory and its body at most ``largestImmediateBody``; its head and its
     /// body's pieces, logged and counted. `nil` for anything else, which
     /// ``respond(to:with:)`` answers, resuming what was prepared.
-    func prepare(_ request: inout ServerRequest) -> (head: HTTPResponse, body: [Data], keepsAlive: Bool)? {
+    func prepare(_ request: inout ServerRequest) -> (head: ClientHead, body: [Data], keepsAlive: Bool)? {
         let started = ContinuousClock.now
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
@@ -125,7 +128,7 @@ struct ProxyResponder: Responder {
         else { return nil }
         request.prepared = prepared
         guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else { return nil }
-        let reply = self.reply(to: request, with: ResourceStream(resource))
+        let reply = self.reply(to: request, with: resource)
         let body: [Data]
         switch reply.body {
         case .none: body = []
@@ -133,7 +136,7 @@ struct ProxyResponder: Responder {
         case .partial(let partial): body = partial.body(of: resource.body)
         }
         self.finish(reply, to: request, bytes: body.reduce(0) { $0 + $1.count }, since: started)
-        return (reply.response, body, reply.keepsAlive)
+        return (reply.head, body, reply.keepsAlive)
     }
 
     /// The largest body answered at once, on the connection's event loop: larger ones go in
@@ -143,7 +146,7 @@ struct ProxyResponder: Responder {
     /// What the proxy answers with, before its body goes.
     private struct Reply {
         /// The head as the client gets it.
-        var response: HTTPResponse
+        var head: ClientHead
         var body: Body
         var cacheStatus: CacheStatus
         /// Whether the connection may stay open after it: an HTTP/1.0 client learns where a body
@@ -162,13 +165,48 @@ struct ProxyResponder: Responder {
     }
 
     /// The response to send for `answer`, its fields as the client gets them (see
-    /// ``responseFields(of:cacheStatus:length:)``).
+    /// ``ClientHead``).
     private func reply(to request: ServerRequest, with answer: ResourceStream) -> Reply {
         let cacheStatus = CacheStatus(name: self.configuration.name, answer: answer)
-        let (response, body) = self.content(for: request, with: answer)
-        let head = self.responseFields(of: response, cacheStatus: cacheStatus, length: answer.length)
-        let keepsAlive = request.head.version.minor >= 1 || head.headerFields[.contentLength] != nil
-        return Reply(response: head, body: body, cacheStatus: cacheStatus, keepsAlive: keepsAlive)
+        let (response, body) = self.content(for: request, with: answer.response, length: answer.length)
+        var head = ClientHead(response, knownLength: answer.length != nil, via: self.via)
+        head.finish(age: nil, cacheStatus: cacheStatus.description)
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
+    }
+
+    /// The response to send for `resource`, a whole answer from the cache. Unless the client's
+    /// own preconditions or `Range` make another response of it, its head is the one kept with
+    /// the stored response, with its `Age` and `Cache-Status` added.
+    private func reply(to request: ServerRequest, with resource: Resource) -> Reply {
+        let cacheStatus = CacheStatus(name: self.configuration.name, resource: resource)
+        var head: ClientHead
+        let body: Body
+        if self.evaluatesClientConditions(request, status: resource.statusCode) {
+            let response: HTTPResponse
+            (response, body) = self.content(for: request, with: resource.response, length: resource.body.count)
+            head = ClientHead(response, knownLength: true, via: self.via)
+            head.finish(age: nil, cacheStatus: cacheStatus.description)
+        } else {
+            head = resource.derivedFromHead { [via = self.via] in ClientHead($0, knownLength: true, via: via) }
+            head.finish(age: resource.age, cacheStatus: cacheStatus.description)
+            body = request.head.method == .HEAD ? .none : .whole
+        }
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
+    }
+
+    private func reply(to request: ServerRequest, head: ClientHead, body: Body, cacheStatus: CacheStatus) -> Reply {
+        let keepsAlive = request.head.version.minor >= 1 || head.hasContentLength
+        return Reply(head: head, body: body, cacheStatus: cacheStatus, keepsAlive: keepsAlive)
+    }
+
+    /// Whether the client's own preconditions and `Range` are to be evaluated against an answer
+    /// with `status`: for a `GET` or `HEAD` (``content(for:with:length:)``) only when it has any,
+    /// and the answer is a 2xx.
+    private func evaluatesClientConditions(_ request: ServerRequest, status: Int) -> Bool {
+        let method = request.head.method
+        guard method == .GET || method == .HEAD else { return true }
+        return (200..<300).contains(status)
+            && request.fields.contains { Self.clientOwned.contains($0.name.canonicalName) }
     }
 
     /// Logs and counts a response that went.
@@ -176,7 +214,7 @@ struct ProxyResponder: Responder {
         let status = reply.cacheStatus
         self.server.log(
             request,
-            status: reply.response.status.code,
+            status: Int(reply.head.status.code),
             cacheStatus: status.description,
             bytes: bytes,
             since: started
@@ -184,11 +222,12 @@ struct ProxyResponder: Responder {
         self.server.metrics?.request(status.hit ? .hit : .forward, bytes: bytes)
     }
 
-    /// The answer itself, or what the client's own preconditions and `Range` make of it (RFC
-    /// 9110 §13.2.2: preconditions first, then the range), from the whole representation.
-    private func content(for request: ServerRequest, with answer: ResourceStream) -> (HTTPResponse, Body) {
+    /// The answer's `response` itself, or what the client's own preconditions and `Range` make
+    /// of it (RFC 9110 §13.2.2: preconditions first, then the range), from the whole
+    /// representation of `length` bytes, if known.
+    private func content(for request: ServerRequest, with response: HTTPResponse, length: Int?) -> (HTTPResponse, Body)
+    {
         let head = request.head
-        let response = answer.response
         guard head.method == .GET || head.method == .HEAD, (200..<300).contains(response.status.code) else {
             return (response, head.method == .HEAD ? .none : .whole)
         }
@@ -202,17 +241,17 @@ struct ProxyResponder: Responder {
             break
         }
         guard head.method == .GET else { return (response, .none) }
-        switch ByteRanges.evaluate(client, response: response, length: answer.length) {
+        switch ByteRanges.evaluate(client, response: response, length: length) {
         case .whole:
             return (response, .whole)
         case .unsatisfiable:
             var refusal = HTTPResponse(status: .rangeNotSatisfiable, headerFields: [.contentLength: "0"])
-            refusal.headerFields[.contentRange] = "bytes */\(answer.length ?? 0)"
+            refusal.headerFields[.contentRange] = "bytes */\(length ?? 0)"
             return (refusal, .none)
         case .partial(let ranges):
             let partial = PartialContent(
                 ranges: ranges,
-                length: answer.length ?? 0,
+                length: length ?? 0,
                 contentType: response.headerFields[.contentType]
             )
             return (partial.response(from: response), .partial(partial))
@@ -284,8 +323,8 @@ struct ProxyResponder: Responder {
     /// origin could build a link from.
     func upstreamRequest(for request: ServerRequest) -> HTTPRequest {
         let head = request.head
-        let clientIP = request.remote?.ipAddress
-        let isTrusted = clientIP.map { self.trustedProxies.contains(ForwardedFields.canonicalAddress($0)) } ?? false
+        let clientIP = request.client.ip
+        let isTrusted = request.client.canonicalIP.map { self.trustedProxies.contains($0) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
         var fields: [HTTPField] = []
@@ -355,22 +394,6 @@ struct ProxyResponder: Responder {
     ]
 
     // MARK: - The response
-
-    /// `response` as the client gets it: hop-by-hop fields removed, `Date` if the origin sent
-    /// none, `Accept-Ranges` on a 200 whose `length` is known, `Via`, and the proxy's
-    /// `Cache-Status` after any from farther caches.
-    private func responseFields(of response: HTTPResponse, cacheStatus: CacheStatus, length: Int?) -> HTTPResponse {
-        var response = response
-        var fields = ForwardedFields.removingHopByHop(response.headerFields)
-        if !fields.contains(.date) { fields[.date] = HTTPDate.format(Date()) }
-        if response.status.code == 200, length != nil, !fields.contains(.acceptRanges) {
-            fields[.acceptRanges] = "bytes"
-        }
-        fields.append(HTTPField(name: .via, value: "1.1 \(self.configuration.name)"))
-        fields.append(HTTPField(name: .cacheStatus, value: cacheStatus.description))
-        response.headerFields = fields
-        return response
-    }
 
     /// The status and `Cache-Status` detail for a load that failed before a response head.
     static func failure(_ error: LoadError) -> (HTTPResponse.Status, String) {

@@ -22,6 +22,9 @@ public struct StoredResponse: Sendable, Hashable {
         /// The head's status code, known without decoding the head.
         let statusCode: Int
         private let head: Mutex<Head>
+        /// A value a user of the cache derived from the head, kept with it (see
+        /// ``StoredResponse/derived(_:)``).
+        let derived = Mutex<(any Sendable)?>(nil)
 
         /// The head, or, for a response read from metadata, its bytes until it is first read:
         /// a fresh hit whose caller wants only the body decodes no field.
@@ -107,6 +110,18 @@ public struct StoredResponse: Sendable, Hashable {
     var facts: FreshnessFacts { self.storage.facts }
     /// The targeted cache-control fields the facts were computed with.
     private var targets: [HTTPField.Name] { self.storage.facts.targets }
+
+    /// `make`'s value for the head without `Age`, made the first time a value of type `T` is
+    /// asked for and kept with this stored response (and its copies) from then on: the head
+    /// never changes, and a setter makes a new one, without the value.
+    func derived<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
+        if let value = self.storage.derived.withLock({ $0 }) as? T { return value }
+        var response = self.response
+        response.headerFields[.age] = nil
+        let value = make(response)
+        self.storage.derived.withLock { $0 = value }
+        return value
+    }
 
     /// The status code, known without decoding the head.
     var statusCode: Int { self.storage.statusCode }

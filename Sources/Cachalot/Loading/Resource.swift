@@ -43,8 +43,33 @@ public struct Resource: Sendable {
         }
     }
 
+    /// The `Age` the cache gives an answer it stored (RFC 9111 §5.1), which ``response``
+    /// carries; `nil` for an answer whose head was given as it is.
+    public var age: Int? {
+        switch self.head {
+        case .response: nil
+        case .stored(_, let age): age
+        }
+    }
+
+    /// `make`'s value for the head: ``response`` without the `Age` of ``age``.
+    ///
+    /// For an answer from a stored response, the value is made the first time a value of type
+    /// `T` is asked for, and kept with the stored response while the cache holds it: every
+    /// later hit of it gets the same value without making the head again. A server keeps the
+    /// header fields it writes for a stored response this way, and adds only what changes from
+    /// one hit to the next (`Age`). Keep to one type `T` per cache: a value of another type
+    /// takes the place of the one kept. The value is not counted in the memory tier's cost. For
+    /// any other answer, `make` runs each time.
+    public func derivedFromHead<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
+        switch self.head {
+        case .response(let response): make(response)
+        case .stored(let stored, _): stored.derived(make)
+        }
+    }
+
     /// The status code, read without making the head (or decoding a stored one).
-    var statusCode: Int {
+    public var statusCode: Int {
         switch self.head {
         case .response(let response): response.status.code
         case .stored(let stored, _): stored.statusCode

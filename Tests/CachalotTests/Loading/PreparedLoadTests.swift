@@ -3,6 +3,7 @@ import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 
 @testable import Cachalot
@@ -119,5 +120,57 @@ struct PreparedLoadTests {
         #expect(try await reason("/stale") == .stale)
         #expect(try await reason("/v", method: .post) == .method)
         #expect(try await reason("/v", fields: [.acceptLanguage: "fr"], policy: .reloadIgnoringCacheData) == .bypass)
+    }
+
+    @Test(
+        "a value derived from a stored head is made once per stored response, without Age, and again once revalidated"
+    )
+    func derivedFromHead() async throws {
+        let origin = try await TestOrigin.start { request in
+            request.headerFields[.ifNoneMatch] == "\"v1\""
+                ? .init(status: 304, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
+                : .init(fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\""), ("Age", "5")], body: "x")
+        }
+        defer { origin.stop() }
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let loader = try ResourceLoader(
+            configuration: .init(rules: .sharedCache, maximumRedirects: 0),
+            transport: AsyncHTTPClientTransport(),
+            disk: DiskCache(directory: self.directory.url),
+            now: { clock.withLock { $0 } }
+        )
+        let request = HTTPRequest(method: .get, url: origin.url("/a"))
+        _ = try await loader.load(request)
+        let made = Mutex(0)
+        func derive(_ resource: Resource) -> String {
+            resource.derivedFromHead { head in
+                made.withLock { $0 += 1 }
+                return "\(head.headerFields[.age] ?? "none") \(head.headerFields[.eTag] ?? "")"
+            }
+        }
+        let first = try #require(try loader.prepare(request).answer)
+        #expect(derive(first) == "none \"v1\"")
+        clock.withLock { $0 += 10 }
+        let second = try #require(try loader.prepare(request).answer)
+        #expect(derive(second) == "none \"v1\"")
+        #expect(made.withLock { $0 } == 1)
+        // The age is the hit's own, not the one the value was made at.
+        #expect(first.age == 5)
+        #expect(second.age == 15)
+        #expect(second.response.headerFields[.age] == "15")
+        // Stale, revalidated with a 304: a new stored head, and a value made for it.
+        clock.withLock { $0 += 120 }
+        let revalidated = try await loader.load(request)
+        #expect(revalidated.source == .revalidated)
+        let third = try #require(try loader.prepare(request).answer)
+        #expect(third.source == .memory)
+        #expect(derive(third) == "none \"v1\"")
+        #expect(made.withLock { $0 } == 2)
+        // An answer that is not stored: made each time.
+        var given = Resource(body: Data(), response: HTTPResponse(status: .ok), source: .network)
+        given.response.headerFields[.eTag] = "\"g\""
+        #expect(derive(given) == "none \"g\"")
+        #expect(derive(given) == "none \"g\"")
+        #expect(made.withLock { $0 } == 4)
     }
 }
