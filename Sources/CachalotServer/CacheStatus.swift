@@ -36,7 +36,7 @@ struct CacheStatus: Sendable, CustomStringConvertible {
             timeToLive: resource.timeToLive,
             collapsed: false,
             storing: false,
-            status: resource.response.status.code
+            status: resource.statusCode
         )
     }
 

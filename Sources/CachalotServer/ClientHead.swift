@@ -7,13 +7,16 @@ import NIOHTTP1
 ///
 /// First come the answer's fields as a shared cache passes them on: hop-by-hop fields removed,
 /// `Accept-Ranges` on a 200 whose length is known, the proxy in `Via`. Then what changes from
-/// one answer to the next: `Age`, `Date` if the origin sent none, and `Cache-Status`, after any
-/// from farther caches. The first part of a stored response's head is made once and kept with
-/// it (``Resource/derivedFromHead(_:)``), so that a hit does not convert, filter and copy its
-/// fields again.
+/// one answer to the next: `Age` (for a stored response's head, which is kept without it),
+/// `Date` if the origin sent none, and `Cache-Status`, after any from farther caches; and
+/// `Connection: close` when the connection closes after it. The first part of a stored
+/// response's head is made once and kept with it (``Resource/derivedFromHead(_:)``), so that a
+/// hit does not convert, filter and copy its fields again.
 struct ClientHead: Sendable {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
+    /// The proxy's `Via` element in it: a loader's memory tier may serve servers of other names.
+    let via: String
     /// Whether the head has `Date`.
     private var hasDate: Bool
     /// Whether the head has `Content-Length`.
@@ -35,12 +38,14 @@ struct ClientHead: Sendable {
         for field in fields { headers.add(name: field.name.rawName, value: field.value) }
         self.status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
         self.headers = headers
+        self.via = via
         self.hasDate = fields.contains(.date)
         self.hasContentLength = fields.contains(.contentLength)
     }
 
     /// Adds what changes from one answer to the next: `age`, if the head is a stored
-    /// response's without it, `Date` if the origin sent none, and `cacheStatus`, last.
+    /// response's without it, `Date` if the origin sent none, and `cacheStatus`, the last of
+    /// the proxy's own fields.
     mutating func finish(age: Int?, cacheStatus: String) {
         if let age { self.headers.add(name: "Age", value: String(age)) }
         if !self.hasDate {

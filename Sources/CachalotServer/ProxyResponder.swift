@@ -176,7 +176,7 @@ struct ProxyResponder: Responder {
 
     /// The response to send for `resource`, a whole answer from the cache. Unless the client's
     /// own preconditions or `Range` make another response of it, its head is the one kept with
-    /// the stored response, with its `Age` and `Cache-Status` added.
+    /// the stored response, with its `Age`, `Date` if it has none, and `Cache-Status` added.
     private func reply(to request: ServerRequest, with resource: Resource) -> Reply {
         let cacheStatus = CacheStatus(name: self.configuration.name, resource: resource)
         var head: ClientHead
@@ -188,7 +188,13 @@ struct ProxyResponder: Responder {
             head.finish(age: nil, cacheStatus: cacheStatus.description)
         } else {
             head = resource.derivedFromHead { [via = self.via] in ClientHead($0, knownLength: true, via: via) }
-            head.finish(age: resource.age, cacheStatus: cacheStatus.description)
+            if head.via == self.via {
+                head.finish(age: resource.age, cacheStatus: cacheStatus.description)
+            } else {
+                // Kept by a server of another name that shares the loader: made again, not kept.
+                head = ClientHead(resource.response, knownLength: true, via: self.via)
+                head.finish(age: nil, cacheStatus: cacheStatus.description)
+            }
             body = request.head.method == .HEAD ? .none : .whole
         }
         return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)

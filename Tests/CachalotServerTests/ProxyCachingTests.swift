@@ -4,8 +4,10 @@ import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes
+import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -72,6 +74,41 @@ struct ProxyCachingTests {
         #expect(proxy.loader.tiers.memory?.statistics.misses == 1)
         #expect(proxy.loader.statistics.requests == 2)
         #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
+    @Test(
+        "Two servers of other names over one loader: a memory hit carries the Via and Cache-Status of the server it went through"
+    )
+    func sharedLoaderKeepsEachName() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 1 << 20)
+        let logger = Logger(label: "edge", factory: { _ in SwiftLogNoOpLogHandler() })
+        var configuration = CacheServer.Configuration(
+            origin: origin.url("/"),
+            listen: .init(host: "127.0.0.1", port: 0)
+        )
+        configuration.name = "edge"
+        let edge = try CacheServer(configuration: configuration, loader: proxy.loader, logger: logger)
+        let group = ServiceGroup(services: [edge], logger: logger)
+        let running = Task { try await group.run() }
+        let edgePort = try #require(try await edge.addresses.proxy.port)
+        func viaEdge() async throws -> String {
+            try await RawClient.exchange("GET /n HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port: edgePort)
+        }
+        _ = try await proxy.send("/n")
+        // The head kept with the stored response was made by the first server.
+        #expect(try await proxy.send("/n").headers["via"] == ["1.1 cachalot"])
+        let edgeHit = try await viaEdge()
+        #expect(edgeHit.contains("Via: 1.1 edge\r\n"), "\(edgeHit)")
+        #expect(edgeHit.contains("Cache-Status: edge; hit"), "\(edgeHit)")
+        #expect(!edgeHit.contains("cachalot"), "\(edgeHit)")
+        let again = try await proxy.send("/n")
+        #expect(again.headers["via"] == ["1.1 cachalot"])
+        #expect(again.cacheStatus.hasPrefix("cachalot; hit"))
+        #expect(origin.requests.count == 1)
+        await group.triggerGracefulShutdown()
+        try await running.value
         try await proxy.stop()
     }
 

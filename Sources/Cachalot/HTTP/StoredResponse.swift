@@ -112,10 +112,11 @@ public struct StoredResponse: Sendable, Hashable {
     private var targets: [HTTPField.Name] { self.storage.facts.targets }
 
     /// `make`'s value for the head without `Age`, made the first time a value of type `T` is
-    /// asked for and kept with this stored response (and its copies) from then on: the head
-    /// never changes, and a setter makes a new one, without the value.
+    /// asked for and kept with this stored response (and its copies) until a value of another
+    /// type is asked for: the head never changes, and a setter makes a new one, without the value.
     func derived<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
-        if let value = self.storage.derived.withLock({ $0 }) as? T { return value }
+        // Unwrapped first: `nil` cast to an optional `T` would succeed.
+        if let kept = self.storage.derived.withLock({ $0 }), let value = kept as? T { return value }
         var response = self.response
         response.headerFields[.age] = nil
         let value = make(response)

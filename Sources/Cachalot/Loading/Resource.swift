@@ -58,9 +58,10 @@ public struct Resource: Sendable {
     /// `T` is asked for, and kept with the stored response while the cache holds it: every
     /// later hit of it gets the same value without making the head again. A server keeps the
     /// header fields it writes for a stored response this way, and adds only what changes from
-    /// one hit to the next (`Age`). Keep to one type `T` per cache: a value of another type
-    /// takes the place of the one kept. The value is not counted in the memory tier's cost. For
-    /// any other answer, `make` runs each time.
+    /// one hit to the next (`Age`, say). Keep to one type `T` per cache, and to values that
+    /// depend on the head alone: a value of another type takes the place of the one kept. The
+    /// value is not counted in the memory tier's cost. For any other answer, `make` runs each
+    /// time.
     public func derivedFromHead<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
         switch self.head {
         case .response(let response): make(response)

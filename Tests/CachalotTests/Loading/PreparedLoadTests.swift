@@ -166,6 +166,11 @@ struct PreparedLoadTests {
         #expect(third.source == .memory)
         #expect(derive(third) == "none \"v1\"")
         #expect(made.withLock { $0 } == 2)
+        // An optional value is made, not taken for a kept nil.
+        _ = try await loader.load(HTTPRequest(method: .get, url: origin.url("/b")))
+        let other = try #require(try loader.prepare(HTTPRequest(method: .get, url: origin.url("/b"))).answer)
+        #expect(other.derivedFromHead { _ -> Int? in 42 } == 42)
+        #expect(other.derivedFromHead { _ -> Int? in 7 } == 42)
         // An answer that is not stored: made each time.
         var given = Resource(body: Data(), response: HTTPResponse(status: .ok), source: .network)
         given.response.headerFields[.eTag] = "\"g\""
