@@ -92,13 +92,7 @@ enum ForwardedFields {
 
     /// A byte of a registered name or an IPv4 address: unreserved, sub-delims or `%` (RFC 3986 §3.2.2).
     private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            true
-        default:
-            "-._~%!$&'()*+,;=".utf8.contains(byte)
-        }
+        byte.isASCIIAlphanumeric || "-._~%!$&'()*+,;=".utf8.contains(byte)
     }
 
     /// A `Forwarded` field value without its `host=` parameters (RFC 7239 §5.3), and without
@@ -200,4 +194,17 @@ extension HTTPField.Name {
     static let xForwardedHost = HTTPField.Name("X-Forwarded-Host")!
     static let xForwardedProto = HTTPField.Name("X-Forwarded-Proto")!
     static let cacheStatus = HTTPField.Name("Cache-Status")!
+}
+
+extension UInt8 {
+    /// Whether the byte is an ASCII letter or digit.
+    var isASCIIAlphanumeric: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "A")...UInt8(ascii: "Z"):
+            true
+        default:
+            false
+        }
+    }
 }
