@@ -282,8 +282,6 @@ public final class CacheServer: Service, Sendable {
                         withEncoderConfiguration: .init(),
                         withDecoderLimitConfiguration: decoderLimits
                     )
-                    try pipeline.addHandler(ProtocolErrorResponder(requestLines: requestLines))
-                    try pipeline.addHandler(RequestHeadTimer(timeout: headTimeout))
                     // The proxy's 408s go to the access log; the admin listener's requests are not logged.
                     let onBodyTimeout = immediate.map { _ in
                         { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
@@ -297,11 +295,13 @@ public final class CacheServer: Service, Sendable {
                         }
                     }
                     try pipeline.addHandler(
-                        RequestBodyTimer(
-                            idle: bodyTimeout,
-                            total: bodyTotalTimeout,
+                        RequestPhases(
+                            requestLines: requestLines,
+                            headTimeout: headTimeout,
+                            bodyIdle: bodyTimeout,
+                            bodyTotal: bodyTotalTimeout,
                             log: self.loopLog,
-                            onTimeout: onBodyTimeout
+                            onBodyTimeout: onBodyTimeout
                         )
                     )
                     try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))

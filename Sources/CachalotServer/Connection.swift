@@ -255,10 +255,10 @@ extension CacheServer {
 
     /// Closes `channel` once what was written to it has been sent: a close drops what the channel
     /// still holds, which may be the end of the last response, or the 400 that
-    /// ``ProtocolErrorResponder`` wrote for a request that followed it and could not be parsed.
+    /// ``RequestPhases`` wrote for a request that followed it and could not be parsed.
     ///
     /// The wait is as long as the client takes to read: ``SendTimer`` ends it for a client that
-    /// stops, ``RequestHeadTimer`` for one that has the channel writable and reads no more, and
+    /// stops, ``RequestPhases`` for one that has the channel writable and reads no more, and
     /// the shutdown deadline for any.
     private static func close(_ channel: any Channel) async {
         // Shuts the output down when the writes are done; fails at once if the channel is closed.
@@ -296,7 +296,7 @@ extension CacheServer {
                     )
                     return
                 case .incomplete:
-                    // The input ended before the body's end (the client left, or `RequestBodyTimer`
+                    // The input ended before the body's end (the client left, or `RequestPhases`
                     // answered 408): nothing of it goes to the origin.
                     return
                 }

@@ -10,44 +10,154 @@ import Musl
 import Darwin
 #endif
 
-/// Answers a request the HTTP parser refused, before the connection closes: 414 for a request
-/// line over the limit (as ``RequestLineMeter`` saw it), 431 for a header section over the
-/// limit, 400 for anything else that is not HTTP/1.1 as RFC
-/// 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two different lengths, an
-/// unknown transfer coding, a field line without a colon, whitespace before a colon…), so that
-/// no request can be smuggled past the cache. It takes the place of NIO's
-/// `HTTPServerProtocolErrorHandler`, which answers 400 to all.
+/// Watches each request of a connection and its response, between NIO's HTTP/1.1 pipeline and
+/// the responders: what the parser refused is answered, and each phase of reading a request is
+/// bounded in time. One handler for all of it, since each response part that passes a handler
+/// costs a hit a dynamic cast.
 ///
-/// What follows a request that closes the connection (`Connection: close`, or HTTP/1.0
-/// without `keep-alive`) is not read as a request (RFC 9112 §9.6): it gets no answer, and the
-/// connection closes after that request's response.
-final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandler {
+/// **Refused requests.** It answers a request the HTTP parser refused, before the connection
+/// closes: 414 for a request line over the limit (as ``RequestLineMeter`` saw it), 431 for a
+/// header section over the limit, 400 for anything else that is not HTTP/1.1 as RFC 9112 frames
+/// it (both `Content-Length` and `Transfer-Encoding`, two different lengths, an unknown transfer
+/// coding, a field line without a colon, whitespace before a colon…), so that no request can be
+/// smuggled past the cache. It takes the place of NIO's `HTTPServerProtocolErrorHandler`, which
+/// answers 400 to all. What follows a request that closes the connection (`Connection: close`,
+/// or HTTP/1.0 without `keep-alive`) is not read as a request (RFC 9112 §9.6): it gets no
+/// answer, and the connection closes after that request's response.
+///
+/// **The head.** It closes a connection whose client does not send a whole request head within
+/// `headTimeout` of the connection opening or of its previous response ending: an idle
+/// keep-alive connection, or a client that trickles its fields a byte at a time.
+///
+/// **The body.** It answers 408 and closes a connection whose client, once a request head is
+/// read, does not send the next piece of the body within `bodyIdle` (nginx's
+/// `client_body_timeout`), or the whole body within `bodyTotal` of the head. Once that has
+/// expired, nothing more of the connection's input goes on: the connection's task sees its input
+/// end before the request's end, and forwards nothing. `onBodyTimeout` is told of the request
+/// (for the access log), on the event loop: it must not wait. A request without a body (its head
+/// and end come in one read) arms no timer.
+///
+/// Each exchange only moves a deadline; one timer per connection checks the earliest when it is
+/// due, and goes again for a deadline moved later.
+final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// What the connection's request lines were like, for a head that overflowed.
+    private let requestLines: RequestLineMeter
+    private let headTimeout: TimeAmount
+    private let bodyIdle: TimeAmount
+    private let bodyTotal: TimeAmount
+    private let log: LoopLog
+    private let onBodyTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+
+    /// Whether a final response has begun and not ended.
     private var hasUnterminatedResponse = false
     /// Whether a request that closes the connection came.
     private var isClosing = false
     /// Whether the request that closes the connection has been read to its end: what follows
     /// is not a request.
     private var hasClosingRequestEnded = false
-    /// What the connection's request lines were like, for a head that overflowed.
-    private let requestLines: RequestLineMeter
 
-    init(requestLines: RequestLineMeter) {
+    /// When the connection closes unless a head comes; `nil` while a request is read or answered.
+    private var headDeadline: NIODeadline?
+    /// The request whose body is awaited.
+    private var bodyHead: HTTPRequestHead?
+    /// When the connection closes unless the body's next piece comes; `nil` but between a head
+    /// and its end.
+    private var bodyDeadline: NIODeadline?
+    /// When the connection closes unless the body's end comes.
+    private var bodyTotalDeadline = NIODeadline.distantFuture
+    /// Whether a response to the request whose body is awaited has begun, ended or not: the
+    /// proxy answered before the body's end (413). A second response to one request would break
+    /// the connection's framing (and NIO's pipeline handler traps on it in a debug build): a
+    /// timeout then only closes.
+    private var isAnswered = false
+    private var hasBodyExpired = false
+
+    private var timer: Scheduled<Void>?
+    /// When ``timer`` fires.
+    private var timerDeadline: NIODeadline?
+
+    init(
+        requestLines: RequestLineMeter,
+        headTimeout: TimeAmount,
+        bodyIdle: TimeAmount,
+        bodyTotal: TimeAmount,
+        log: LoopLog,
+        onBodyTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
+    ) {
         self.requestLines = requestLines
+        self.headTimeout = headTimeout
+        self.bodyIdle = bodyIdle
+        self.bodyTotal = bodyTotal
+        self.log = log
+        self.onBodyTimeout = onBodyTimeout
+    }
+
+    // MARK: - Events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { self.awaitHead(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.awaitHead(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.stop()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.stop()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !self.hasClosingRequestEnded else { return }
+        guard !self.hasClosingRequestEnded, !self.hasBodyExpired else { return }
         switch Self.unwrapInboundIn(data) {
-        case .head(let head): if !head.isKeepAlive { self.isClosing = true }
-        case .end: if self.isClosing { self.hasClosingRequestEnded = true }
-        case .body: break
+        case .head(let head):
+            if !head.isKeepAlive { self.isClosing = true }
+            self.headDeadline = nil
+            let now = NIODeadline.now()
+            self.bodyHead = head
+            self.isAnswered = false
+            self.bodyTotalDeadline = now + self.bodyTotal
+            self.bodyDeadline = min(now + self.bodyIdle, self.bodyTotalDeadline)
+        case .body:
+            if self.bodyDeadline != nil { self.bodyDeadline = min(.now() + self.bodyIdle, self.bodyTotalDeadline) }
+        case .end:
+            if self.isClosing { self.hasClosingRequestEnded = true }
+            self.bodyHead = nil
+            self.bodyDeadline = nil
         }
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // Only now: a request whose head and end came in one read arms nothing.
+        if let deadline = self.bodyDeadline { self.schedule(by: deadline, context) }
+        context.fireChannelReadComplete()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch Self.unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code >= 200:
+            self.hasUnterminatedResponse = true
+            self.isAnswered = true
+        case .end:
+            self.hasUnterminatedResponse = false
+            // Before the end goes on: writing it may hand this handler the next pipelined
+            // request's head at once, which must find the wait for it started, to stop it.
+            self.awaitHead(context)
+        case .head, .body:
+            break
+        }
+        context.write(data, promise: promise)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -71,16 +181,71 @@ final class ProtocolErrorResponder: ChannelDuplexHandler, RemovableChannelHandle
         context.fireErrorCaught(error)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch Self.unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200:
-            self.hasUnterminatedResponse = true
-        case .end:
-            self.hasUnterminatedResponse = false
-        case .head, .body:
-            break
+    // MARK: - Time
+
+    /// Starts the wait for a request head.
+    private func awaitHead(_ context: ChannelHandlerContext) {
+        let deadline = NIODeadline.now() + self.headTimeout
+        self.headDeadline = deadline
+        self.schedule(by: deadline, context)
+    }
+
+    /// Makes sure the timer fires by `deadline`: a timer due earlier goes again when it fires.
+    private func schedule(by deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        if let due = self.timerDeadline, due <= deadline { return }
+        self.timer?.cancel()
+        self.timerDeadline = deadline
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.timer = nil
+            self.timerDeadline = nil
+            self.check(context)
         }
-        context.write(data, promise: promise)
+    }
+
+    /// Acts on a deadline that has passed, or waits for the earliest still ahead.
+    private func check(_ context: ChannelHandlerContext) {
+        let now = NIODeadline.now()
+        if let deadline = self.headDeadline, deadline <= now {
+            context.close(promise: nil)
+        } else if let deadline = self.bodyDeadline, deadline <= now {
+            self.expireBody(context)
+        } else if let next = [self.headDeadline, self.bodyDeadline].compactMap({ $0 }).min() {
+            self.schedule(by: next, context)
+        }
+    }
+
+    /// Answers 408, unless a response has begun, and closes.
+    private func expireBody(_ context: ChannelHandlerContext) {
+        self.hasBodyExpired = true
+        self.bodyDeadline = nil
+        self.log.log(
+            .debug,
+            "Closed a connection whose client did not send its request body in time",
+            metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
+        )
+        if let head = self.bodyHead, !self.isAnswered {
+            self.onBodyTimeout?(head, context.channel.remoteAddress, .now() - (self.bodyTotalDeadline - self.bodyTotal))
+        }
+        guard !self.isAnswered else {
+            context.close(promise: nil)
+            return
+        }
+        let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
+        context.write(
+            Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers))),
+            promise: nil
+        )
+        let channel = context.channel
+        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    private func stop() {
+        self.timer?.cancel()
+        self.timer = nil
+        self.timerDeadline = nil
+        self.headDeadline = nil
+        self.bodyDeadline = nil
+        self.bodyHead = nil
     }
 }
 
@@ -171,209 +336,6 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
     /// A `tchar` (RFC 9110 §5.6.2).
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         byte.isASCIIAlphanumeric || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-    }
-}
-
-/// Closes a connection whose client does not send a whole request head within `timeout` of
-/// the connection opening or of its previous response ending: an idle keep-alive connection,
-/// or a client that trickles its fields a byte at a time.
-///
-/// Each exchange only moves the deadline; one timer per connection checks it when it is due,
-/// and goes again for a deadline moved later.
-final class RequestHeadTimer: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let timeout: TimeAmount
-    /// When the connection closes unless a head comes; `nil` while a request is answered.
-    private var deadline: NIODeadline?
-    private var timer: Scheduled<Void>?
-
-    init(timeout: TimeAmount) {
-        self.timeout = timeout
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { self.arm(context) }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        self.arm(context)
-        context.fireChannelActive()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.stop()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.stop()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = Self.unwrapInboundIn(data) { self.deadline = nil }
-        context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = Self.unwrapOutboundIn(data) { self.arm(context) }
-        context.write(data, promise: promise)
-    }
-
-    private func arm(_ context: ChannelHandlerContext) {
-        let deadline = NIODeadline.now() + self.timeout
-        self.deadline = deadline
-        if self.timer == nil { self.schedule(at: deadline, context) }
-    }
-
-    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
-        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
-            self.timer = nil
-            guard let deadline = self.deadline else { return }
-            if deadline <= .now() {
-                context.close(promise: nil)
-            } else {
-                self.schedule(at: deadline, context)
-            }
-        }
-    }
-
-    private func stop() {
-        self.timer?.cancel()
-        self.timer = nil
-        self.deadline = nil
-    }
-}
-
-/// Answers 408 and closes a connection whose client, once a request head is read, does not send
-/// the next piece of the body within `idle` (nginx's `client_body_timeout`), or the whole body
-/// within `total` of the head.
-///
-/// Once it has expired, nothing more of the connection's input goes on: the connection's task
-/// sees its input end before the request's end, and forwards nothing. `onTimeout` is told of the
-/// request (for the access log), on the event loop: it must not wait. A request without a body
-/// (its head and end come in one read) arms no timer. Like ``RequestHeadTimer``, each piece
-/// only moves the deadline; one timer checks it when it is due.
-final class RequestBodyTimer: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let idle: TimeAmount
-    private let total: TimeAmount
-    private let log: LoopLog
-    private let onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
-    /// The request whose body is awaited.
-    private var head: HTTPRequestHead?
-    /// When the connection closes unless the next piece comes; `nil` but between a head and its end.
-    private var deadline: NIODeadline?
-    /// When the connection closes unless the body's end comes.
-    private var totalDeadline = NIODeadline.distantFuture
-    private var timer: Scheduled<Void>?
-    /// Whether a response to the request has begun, ended or not: the proxy answered before the
-    /// body's end (413). A second response to one request would break the connection's framing
-    /// (and NIO's pipeline handler traps on it in a debug build): a timeout then only closes.
-    private var isAnswered = false
-    private var hasExpired = false
-
-    init(
-        idle: TimeAmount,
-        total: TimeAmount,
-        log: LoopLog,
-        onTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
-    ) {
-        self.idle = idle
-        self.total = total
-        self.log = log
-        self.onTimeout = onTimeout
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !self.hasExpired else { return }
-        switch Self.unwrapInboundIn(data) {
-        case .head(let head):
-            let now = NIODeadline.now()
-            self.head = head
-            self.isAnswered = false
-            self.totalDeadline = now + self.total
-            self.deadline = min(now + self.idle, self.totalDeadline)
-        case .body:
-            if self.deadline != nil { self.deadline = min(.now() + self.idle, self.totalDeadline) }
-        case .end:
-            self.head = nil
-            self.deadline = nil
-        }
-        context.fireChannelRead(data)
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        if let deadline = self.deadline, self.timer == nil { self.schedule(at: deadline, context) }
-        context.fireChannelReadComplete()
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch Self.unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200: self.isAnswered = true
-        case .head, .body, .end: break
-        }
-        context.write(data, promise: promise)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.stop()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.stop()
-    }
-
-    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
-        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
-            self.timer = nil
-            guard let deadline = self.deadline else { return }
-            if deadline <= .now() {
-                self.expire(context)
-            } else {
-                self.schedule(at: deadline, context)
-            }
-        }
-    }
-
-    /// Answers 408, unless a response has begun, and closes.
-    private func expire(_ context: ChannelHandlerContext) {
-        self.hasExpired = true
-        self.deadline = nil
-        self.log.log(
-            .debug,
-            "Closed a connection whose client did not send its request body in time",
-            metadata: ["client": "\(context.channel.remoteAddress?.description ?? "?")"]
-        )
-        if let head = self.head, !self.isAnswered {
-            self.onTimeout?(head, context.channel.remoteAddress, .now() - (self.totalDeadline - self.total))
-        }
-        guard !self.isAnswered else {
-            context.close(promise: nil)
-            return
-        }
-        let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-        context.write(
-            Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers))),
-            promise: nil
-        )
-        let channel = context.channel
-        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    private func stop() {
-        self.timer?.cancel()
-        self.timer = nil
-        self.deadline = nil
-        self.head = nil
     }
 }
 

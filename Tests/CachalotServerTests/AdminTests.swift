@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Cachalot
 import CachalotServer
 import CachalotTestOrigin
 import Foundation
@@ -56,6 +57,9 @@ struct AdminTests {
         for (language, miss) in [("fr", "fwd=uri-miss"), ("de", "fwd=vary-miss")] {
             let again = try await proxy.send("/a", headers: [("Accept-Language", language)])
             #expect(again.cacheStatus.contains(miss), "\(language) was still stored")
+            // The client has the whole body before the loader has stored it: the next request
+            // must find it stored.
+            await proxy.loader.waitForBackgroundWork()
         }
         #expect(try await proxy.send("/ab").cacheStatus.contains("hit"))
         try await proxy.stop()
