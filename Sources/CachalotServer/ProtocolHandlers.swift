@@ -118,11 +118,22 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !self.hasClosingRequestEnded, !self.hasBodyExpired else { return }
-        switch Self.unwrapInboundIn(data) {
+        guard !self.hasClosingRequestEnded else { return }
+        let part = Self.unwrapInboundIn(data)
+        // What closes the connection is noted even after the body's time ran out: what follows
+        // it is not a request, and gets no answer.
+        switch part {
         case .head(let head):
             if !head.isKeepAlive { self.isClosing = true }
             self.headDeadline = nil
+        case .end:
+            if self.isClosing { self.hasClosingRequestEnded = true }
+        case .body:
+            break
+        }
+        guard !self.hasBodyExpired else { return }
+        switch part {
+        case .head(let head):
             let now = NIODeadline.now()
             self.bodyHead = head
             self.isAnswered = false
@@ -131,7 +142,6 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             if self.bodyDeadline != nil { self.bodyDeadline = min(.now() + self.bodyIdle, self.bodyTotalDeadline) }
         case .end:
-            if self.isClosing { self.hasClosingRequestEnded = true }
             self.bodyHead = nil
             self.bodyDeadline = nil
         }
@@ -235,6 +245,9 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
             Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers))),
             promise: nil
         )
+        // A client that reads no more must not hold the connection until the 408 goes: the wait
+        // for a head closes it.
+        self.awaitHead(context)
         let channel = context.channel
         context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
