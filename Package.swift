@@ -175,6 +175,7 @@ let package = Package(
             name: "CachalotImages",
             dependencies: [
                 "Cachalot",
+                "CCachalotCore",
                 "CCachalotImageCodecs",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -204,6 +205,7 @@ let package = Package(
                 "CachalotTesting",
                 "CachalotTestOrigin",
                 "CachalotAsyncHTTPClient",
+                "CachalotNIO",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             resources: [.copy("Fixtures")],

@@ -48,6 +48,27 @@ static avifDecoder *parsed(
     return decoder;
 }
 
+/// How the image's 'irot' and 'imir' properties turn its pixels, as an EXIF orientation (1 to
+/// 8). 'irot' turns by `angle` quarter turns anticlockwise, then 'imir' mirrors (ISO/IEC
+/// 23008-12, 6.5.10 and 6.5.12). The mirror's bit is read as the published standard reads it
+/// (`axis`): 0 about a vertical axis, left and right exchanged; 1 top and bottom. libavif before
+/// 1.0 calls the same bit `mode` and reads it the other way round, as the 2017 draft did;
+/// browsers follow the standard.
+static int orientation_of(const avifImage *image) {
+    // [angle][mirror: none, left-right, top-bottom]
+    static const int table[4][3] = {{1, 2, 4}, {8, 7, 5}, {3, 4, 2}, {6, 5, 7}};
+    int angle = (image->transformFlags & AVIF_TRANSFORM_IROT) ? (image->irot.angle & 3) : 0;
+    int mirror = 0;
+    if (image->transformFlags & AVIF_TRANSFORM_IMIR) {
+#if AVIF_VERSION_MAJOR >= 1
+        mirror = (image->imir.axis & 1) ? 2 : 1;
+#else
+        mirror = (image->imir.mode & 1) ? 2 : 1;
+#endif
+    }
+    return table[angle][mirror];
+}
+
 cachalot_image_status cachalot_avif_size(
     const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size) {
     cachalot_image_status status;
@@ -55,15 +76,17 @@ cachalot_image_status cachalot_avif_size(
     if (decoder == NULL) {
         return status;
     }
-    *width = decoder->image->width;
-    *height = decoder->image->height;
+    // As it is seen: a quarter turn exchanges width and height.
+    int turned = orientation_of(decoder->image) >= 5;
+    *width = turned ? decoder->image->height : decoder->image->width;
+    *height = turned ? decoder->image->width : decoder->image->height;
     avifDecoderDestroy(decoder);
     return CACHALOT_IMAGE_OK;
 }
 
 cachalot_image_status cachalot_avif_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
-    size_t message_size) {
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, int *orientation,
+    char *message, size_t message_size) {
     cachalot_image_status status;
     avifDecoder *decoder = parsed(data, size, &status, message, message_size);
     if (decoder == NULL) {
@@ -90,6 +113,7 @@ cachalot_image_status cachalot_avif_decode(
         avifDecoderDestroy(decoder);
         return CACHALOT_IMAGE_CORRUPT;
     }
+    *orientation = orientation_of(decoder->image);
     avifRGBImage rgb;
     avifRGBImageSetDefaults(&rgb, decoder->image);
     rgb.format = AVIF_RGB_FORMAT_RGBA;

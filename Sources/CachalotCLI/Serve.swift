@@ -1,5 +1,6 @@
 import ArgumentParser
 import Cachalot
+import CachalotImages
 import CachalotNIO
 import CachalotPostgres
 import CachalotServer
@@ -60,6 +61,8 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_UNSIGNED_IMAGES", "--unsigned-images", .flag),
             .init("CACHALOT_IMAGE_MAX_SIZE", "--image-max-size"),
             .init("CACHALOT_IMAGE_MAX_PIXELS", "--image-max-pixels"),
+            .init("CACHALOT_IMAGE_THREADS", "--image-threads"),
+            .init("CACHALOT_IMAGE_QUEUE", "--image-queue"),
             .init("CACHALOT_DIR", "--cache-dir"),
             .init("CACHALOT_MAX_SIZE", "--max-size"),
             .init("CACHALOT_MAX_ENTRY_SIZE", "--max-entry-size"),
@@ -180,6 +183,18 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("image-max-pixels"), help: "The most pixels an original may declare (default: 50000000).")
     var imageMaximumPixels: Int?
 
+    @Option(
+        name: .customLong("image-threads"),
+        help: "Threads that decode, resize and encode images (default: the cores but one, at least 1)."
+    )
+    var imageThreads: Int?
+
+    @Option(
+        name: .customLong("image-queue"),
+        help: "The most images waiting for a thread; more are answered 503 with Retry-After (default: 16)."
+    )
+    var imageQueue: Int?
+
     /// The image endpoint the options ask for, keeping its variants in `disk`; `nil` without `--images`.
     private func imageEndpoint(variants disk: DiskCache) throws -> ImageEndpoint? {
         guard self.servesImages else {
@@ -205,11 +220,15 @@ struct Serve: AsyncParsableCommand {
             signing = .key(key)
         }
         guard (self.imageMaximumPixels ?? 1) > 0 else { throw ValidationError("--image-max-pixels must be positive.") }
+        guard (self.imageThreads ?? 1) > 0 else { throw ValidationError("--image-threads must be positive.") }
+        guard (self.imageQueue ?? 0) >= 0 else { throw ValidationError("--image-queue cannot be negative.") }
         return ImageEndpoint(
             signing: signing,
             variants: disk,
             maximumSourceSize: self.imageMaximumSize?.bytes ?? 32_000_000,
-            maximumPixelCount: self.imageMaximumPixels ?? 50_000_000
+            maximumPixelCount: self.imageMaximumPixels ?? 50_000_000,
+            threads: self.imageThreads ?? ImageWorkers.defaultThreadCount,
+            queueLimit: self.imageQueue ?? 16
         )
     }
 

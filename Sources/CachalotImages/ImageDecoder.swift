@@ -11,7 +11,8 @@ import Foundation
 /// - WebP (lossy, lossless, with alpha), AVIF (8 to 12 bits, any chroma subsampling, with alpha)
 ///   and GIF become `.rgba8`. An animated GIF or WebP gives its first frame as shown, on its whole
 ///   canvas; ``decodeAnimation(_:)`` gives every frame. AVIF's rotation and mirror properties
-///   are not applied.
+///   (`irot`, `imir`) are applied, as a JPEG's EXIF orientation is; the mirror's bit is read as
+///   the published ISO/IEC 23008-12 reads it (0: left and right exchanged), as browsers do.
 /// - A header declaring more than ``maximumPixelCount`` pixels is refused before the pixels are
 ///   allocated (a decompression bomb costs nothing), and so is an animation whose frames would
 ///   hold more than that all together. Damaged and truncated data are errors, never a crash; a
@@ -75,9 +76,11 @@ public struct ImageDecoder: Sendable {
                 cachalot_webp_decode(bytes, count, limit, denominator, pixels, message, Self.messageSize)
             }
         case .avif:
-            return try Self.decoded(data, "AVIF") { bytes, count, pixels, message in
-                cachalot_avif_decode(bytes, count, limit, pixels, message, Self.messageSize)
+            var orientation: Int32 = 1
+            let bitmap = try Self.decoded(data, "AVIF") { bytes, count, pixels, message in
+                cachalot_avif_decode(bytes, count, limit, pixels, &orientation, message, Self.messageSize)
             }
+            return Orientation(Int(orientation)).apply(to: bitmap)
         case .gif:
             return try self.animation(data, .gif, maximumFrames: 1).frames[0].bitmap
         case nil:

@@ -16,6 +16,9 @@ public struct ImageError: Error, Hashable, Sendable, CustomStringConvertible {
         case outOfMemory
         /// The server answered with this status, not an image.
         case status(Int)
+        /// Every image thread is busy and as many images as allowed wait already
+        /// (``ImageWorkers/queueLimit``): nothing was tried; ask again later.
+        case busy
     }
 
     /// The kind of failure, to compare or switch on.

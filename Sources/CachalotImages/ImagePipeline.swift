@@ -26,8 +26,11 @@ import Synchronization
 ///   their own.
 ///
 /// Identical requests in flight share one load, decode and processing; each caller may cancel
-/// on its own, and the work stops when the last caller goes. Decoding and processing run on the
-/// concurrency pool, at most ``Configuration/maximumConcurrentDecodes`` at once.
+/// on its own, and the work stops when the last caller goes. Decoding, processing and encoding
+/// run on the pipeline's own threads (``workers``), never on Swift's cooperative pool, which
+/// carries everything else a program awaits: at most ``Configuration/maximumConcurrentDecodes``
+/// at once, with at most ``Configuration/maximumQueuedDecodes`` waiting. Work whose callers have
+/// all gone is dropped before it starts, and between decoding and encoding.
 public final class ImagePipeline: Sendable {
     /// How a pipeline keeps bitmaps, decodes and stores variants. Every property has a default;
     /// ``ImagePipeline/init(loader:variants:configuration:now:)`` checks them.
@@ -40,9 +43,13 @@ public final class ImagePipeline: Sendable {
         /// `MemoryCache` default (a share of the machine's memory). As in any `MemoryCache`, one
         /// bitmap may take at most a tenth of it; a larger one is answered but not kept.
         public var memoryCostLimit: Int?
-        /// How many images may be decoded and processed at once; at least 1. Default: the number
-        /// of active processors (`ProcessInfo.activeProcessorCount`).
+        /// How many images may be decoded, processed or encoded at once: the pipeline's threads;
+        /// at least 1. Default: ``ImageWorkers/defaultThreadCount``, one fewer than the active
+        /// processors and at least one.
         public var maximumConcurrentDecodes: Int
+        /// The most images that may wait for a thread; one more is refused with an
+        /// ``ImageError`` of code ``ImageError/Code/busy``. Default: `nil`, no limit.
+        public var maximumQueuedDecodes: Int?
         /// The decoder, with its limit on declared pixels. Default: `ImageDecoder()`, at most 100
         /// million pixels.
         public var decoder: ImageDecoder
@@ -62,15 +69,17 @@ public final class ImagePipeline: Sendable {
         /// - Parameters:
         ///   - memoryCostLimit: The most bytes of decoded bitmaps kept in memory. Default: `nil`,
         ///     the `MemoryCache` default.
-        ///   - maximumConcurrentDecodes: How many images are decoded and processed at once.
-        ///     Default: the active processors.
+        ///   - maximumConcurrentDecodes: How many images are worked on at once. Default:
+        ///     ``ImageWorkers/defaultThreadCount``.
+        ///   - maximumQueuedDecodes: The most images waiting for a thread. Default: `nil`, no limit.
         ///   - decoder: The decoder. Default: `ImageDecoder()`.
         ///   - jpegQuality: The quality of JPEG variants. Default: 90.
         ///   - variantEncoding: How variants are stored. Default: `nil`, PNG or JPEG by the image.
         ///   - maximumSourceSize: The most bytes an original may have. Default: `nil`, no limit.
         public init(
             memoryCostLimit: Int? = nil,
-            maximumConcurrentDecodes: Int = ProcessInfo.processInfo.activeProcessorCount,
+            maximumConcurrentDecodes: Int = ImageWorkers.defaultThreadCount,
+            maximumQueuedDecodes: Int? = nil,
             decoder: ImageDecoder = ImageDecoder(),
             jpegQuality: Int = 90,
             variantEncoding: ImageEncoding? = nil,
@@ -78,6 +87,7 @@ public final class ImagePipeline: Sendable {
         ) {
             self.memoryCostLimit = memoryCostLimit
             self.maximumConcurrentDecodes = maximumConcurrentDecodes
+            self.maximumQueuedDecodes = maximumQueuedDecodes
             self.decoder = decoder
             self.jpegQuality = jpegQuality
             self.variantEncoding = variantEncoding
@@ -90,12 +100,13 @@ public final class ImagePipeline: Sendable {
     /// The decoded bitmaps, originals under their URL in key form and variants under
     /// ``key(for:processors:)``, bounded by ``Configuration/memoryCostLimit``.
     public let memory: MemoryCache<String, Bitmap>
+    /// The threads the pipeline's image work runs on: ``Configuration/maximumConcurrentDecodes``
+    /// of them, with at most ``Configuration/maximumQueuedDecodes`` jobs waiting.
+    public let workers: ImageWorkers
     let loader: ResourceLoader
     let variants: (any DataCaching)?
     private let flights: Flights<String, Bitmap>
     private let encodedFlights: Flights<String, EncodedImage>
-    private let decoding: HostLimiter
-    private let tickets = Atomic<Int>(0)
     /// Runs, and variants being written.
     private let pending: PendingWork
     private let now: @Sendable () -> Date
@@ -109,7 +120,8 @@ public final class ImagePipeline: Sendable {
     ///   - configuration: Limits, decoder and encodings. Default: `Configuration()`.
     ///   - now: The wall clock by which variants expire. Default: `WallClock.now`. Tests inject one.
     /// - Throws: `CacheError` with code `invalidConfiguration` if
-    ///   ``Configuration/maximumConcurrentDecodes`` is less than 1, or if the memory cache refuses
+    ///   ``Configuration/maximumConcurrentDecodes`` is less than 1,
+    ///   ``Configuration/maximumQueuedDecodes`` is negative, or the memory cache refuses
     ///   ``Configuration/memoryCostLimit`` (not positive).
     public init(
         loader: ResourceLoader,
@@ -120,11 +132,17 @@ public final class ImagePipeline: Sendable {
         guard configuration.maximumConcurrentDecodes > 0 else {
             throw CacheError(.invalidConfiguration, "maximumConcurrentDecodes must be at least 1.")
         }
+        guard (configuration.maximumQueuedDecodes ?? 0) >= 0 else {
+            throw CacheError(.invalidConfiguration, "maximumQueuedDecodes cannot be negative.")
+        }
         self.configuration = configuration
         self.memory = try MemoryCache(configuration: .init(costLimit: configuration.memoryCostLimit))
         self.loader = loader
         self.variants = variants
-        self.decoding = HostLimiter(limit: configuration.maximumConcurrentDecodes)
+        self.workers = try ImageWorkers(
+            threads: configuration.maximumConcurrentDecodes,
+            queueLimit: configuration.maximumQueuedDecodes
+        )
         let pending = PendingWork()
         self.pending = pending
         self.flights = Flights(counting: pending)
@@ -224,10 +242,10 @@ public final class ImagePipeline: Sendable {
     ) async throws -> EncodedImage {
         let resource = try await self.original(url, priority: priority)
         let expiry = self.expiry(of: resource, url: url)
-        let data = try await self.decoded { () throws -> Data in
-            let bitmap = try self.process(resource.body, processors)
-            return try ImageEncoder.encode(bitmap, as: encoding)
-        }
+        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
+        // Callers that have all gone by now get no encoding.
+        try Task.checkCancellation()
+        let data = try await self.workers.run(first: true) { try ImageEncoder.encode(bitmap, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
         if expiry > self.now() { try? self.variants?.set(data, forKey: key, metadata: Self.metadata(expiry: expiry)) }
@@ -263,19 +281,39 @@ public final class ImagePipeline: Sendable {
         return bitmap
     }
 
-    /// The original's answer from the loader, if it is a success within the size limit.
-    func original(_ url: URL, priority: ResourceLoader.Priority) async throws -> Resource {
-        let resource = try await self.loader.load(url, priority: priority)
-        let status = resource.response.status.code
+    /// The original at `url`, from the pipeline's loader, as the pipeline reads it before
+    /// decoding: a success within ``Configuration/maximumSourceSize``.
+    ///
+    /// The head is checked before the body is read: an error status, or a `Content-Length` over
+    /// the limit, is thrown without reading the body; a body without a length is read only
+    /// until it passes the limit.
+    ///
+    /// - Parameters:
+    ///   - url: The original image.
+    ///   - priority: The loader's priority. Default: `.normal`.
+    /// - Throws: ``ImageError`` with code ``ImageError/Code/status(_:)`` for a status other than
+    ///   2xx, ``ImageError/Code/tooLarge`` past the limit; what the loader throws.
+    public func original(_ url: URL, priority: ResourceLoader.Priority = .normal) async throws -> Resource {
+        let stream = try await self.loader.stream(HTTPRequest(method: .get, url: url), priority: priority)
+        let status = stream.response.status.code
         guard (200..<300).contains(status) else {
             throw ImageError(.status(status), "the server answered \(status) for \(url.absoluteString)")
         }
-        if let limit = self.configuration.maximumSourceSize, resource.body.count > limit {
-            throw ImageError(
-                .tooLarge,
-                "\(url.absoluteString) has \(resource.body.count) bytes, more than the \(limit) allowed"
-            )
+        let limit = self.configuration.maximumSourceSize ?? .max
+        if let length = stream.length, length > limit {
+            throw ImageError(.tooLarge, "\(url.absoluteString) has \(length) bytes, more than the \(limit) allowed")
         }
+        var body = Data()
+        if let length = stream.length { body.reserveCapacity(length) }
+        for try await piece in stream.body {
+            body.append(piece)
+            guard body.count <= limit else {
+                throw ImageError(.tooLarge, "\(url.absoluteString) has more than the \(limit) bytes allowed")
+            }
+        }
+        var resource = Resource(body: body, response: stream.response, source: stream.source)
+        resource.redirects = stream.redirects
+        resource.forwardReason = stream.forwardReason
         return resource
     }
 
@@ -289,10 +327,12 @@ public final class ImagePipeline: Sendable {
     ) {
         guard let variants = self.variants else { return }
         self.pending.begin()
-        run.afterAnswering.add { [pending] in
-            defer { pending.end() }
-            guard let bytes = encode() else { return }
-            try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
+        run.afterAnswering.add { [pending, workers] in
+            workers.start {
+                defer { pending.end() }
+                guard let bytes = encode() else { return }
+                try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
+            }
         }
     }
 
@@ -312,13 +352,10 @@ public final class ImagePipeline: Sendable {
         return bitmap
     }
 
-    /// Runs CPU work when a decoding slot is free, unless the flight was cancelled meanwhile.
-    func decoded<Value>(_ work: () throws -> Value) async throws -> Value {
-        let ticket = self.tickets.wrappingAdd(1, ordering: .relaxed).newValue
-        try await self.decoding.acquire("decoding", ticket: ticket, priority: 0)
-        defer { self.decoding.release("decoding") }
-        try Task.checkCancellation()
-        return try work()
+    /// Runs image work on ``workers`` when a thread is free, unless the flight is cancelled
+    /// meanwhile.
+    func decoded<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await self.workers.run(work)
     }
 
     // MARK: - Variants on disk

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The EXIF orientation of a JPEG: how its stored pixels are turned to be seen upright.
+/// How an image's stored pixels are turned to be seen upright, as EXIF numbers it: a JPEG's
+/// EXIF orientation, or an AVIF's rotation and mirror properties in the same terms.
 struct Orientation: Equatable {
     /// 1 (as stored) to 8, as EXIF numbers them.
     let value: Int

@@ -122,6 +122,8 @@ public final class CacheServer: Service, Sendable {
                     // Its answers are bytes (encodedImage), which keeps no bitmap in memory.
                     configuration: .init(
                         memoryCostLimit: 1 << 20,
+                        maximumConcurrentDecodes: endpoint.threads,
+                        maximumQueuedDecodes: endpoint.queueLimit,
                         decoder: ImageDecoder(maximumPixelCount: endpoint.maximumPixelCount),
                         maximumSourceSize: endpoint.maximumSourceSize
                     )

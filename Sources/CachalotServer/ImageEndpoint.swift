@@ -50,6 +50,14 @@ public struct ImageEndpoint: Sendable {
     /// The most pixels an original may declare (over all its frames); a larger one is refused
     /// with 422 before it is decoded. Must be positive. Default: 50 million.
     public var maximumPixelCount: Int
+    /// How many images are decoded, resized and encoded at once, on threads of the endpoint's
+    /// own, never on the cooperative threads that carry the proxy's misses and health checks.
+    /// Must be positive. Default: `ImageWorkers.defaultThreadCount`, one fewer than the active
+    /// processors and at least one.
+    public var threads: Int
+    /// The most images that may wait for a thread; past it, the endpoint answers 503 with
+    /// `Retry-After`. Must not be negative. Default: 16.
+    public var queueLimit: Int
 
     /// Makes an image endpoint for ``CacheServer/Configuration/images``.
     ///
@@ -64,18 +72,25 @@ public struct ImageEndpoint: Sendable {
     ///   - variants: Where variants are kept.
     ///   - maximumSourceSize: The most bytes an original may have. Default: 32 MiB.
     ///   - maximumPixelCount: The most pixels an original may declare. Default: 50 million.
+    ///   - threads: How many images are worked on at once. Default:
+    ///     `ImageWorkers.defaultThreadCount`.
+    ///   - queueLimit: The most images waiting for a thread. Default: 16.
     public init(
         prefix: String = "/_image/",
         signing: Signing,
         variants: any DataCaching,
         maximumSourceSize: Int = 32 << 20,
-        maximumPixelCount: Int = 50_000_000
+        maximumPixelCount: Int = 50_000_000,
+        threads: Int = ImageWorkers.defaultThreadCount,
+        queueLimit: Int = 16
     ) {
         self.prefix = prefix
         self.signing = signing
         self.variants = variants
         self.maximumSourceSize = maximumSourceSize
         self.maximumPixelCount = maximumPixelCount
+        self.threads = threads
+        self.queueLimit = queueLimit
     }
 
     /// The signature of `signed`, the part of an image path after its signature
@@ -137,8 +152,10 @@ public struct ImageEndpoint: Sendable {
         if case .key(let key) = self.signing, key.count < 16 {
             throw ServerError("The image endpoint's signing key must have at least 16 bytes.")
         }
-        guard self.maximumSourceSize > 0, self.maximumPixelCount > 0 else {
-            throw ServerError("The image endpoint's limits must be positive.")
+        guard self.maximumSourceSize > 0, self.maximumPixelCount > 0, self.threads > 0, self.queueLimit >= 0 else {
+            throw ServerError(
+                "The image endpoint's limits and threads must be positive, and its queue limit not negative."
+            )
         }
     }
 }

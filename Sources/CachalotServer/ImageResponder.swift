@@ -49,6 +49,8 @@ struct ImageResponder: Sendable {
         var status: HTTPResponse.Status
         var detail: String
         var message: String
+        /// Seconds after which to ask again, for `Retry-After`.
+        var retryAfter: Int?
     }
 
     private func refusal(_ refusal: Refusal) -> (response: HTTPResponse, body: Data) {
@@ -57,6 +59,7 @@ struct ImageResponder: Sendable {
             CacheStatus(name: self.server.configuration.name, forward: nil, detail: refusal.detail).description
         response.headerFields[.contentType] = "text/plain; charset=utf-8"
         response.headerFields[.cacheControl] = "no-store"
+        if let seconds = refusal.retryAfter { response.headerFields[.retryAfter] = String(seconds) }
         return (response, Data((refusal.message + "\n").utf8))
     }
 
@@ -86,7 +89,7 @@ struct ImageResponder: Sendable {
             var format = image.format ?? negotiated
             if format == nil {
                 // The original's own format, if a client can take it: JPEG or PNG.
-                let original = try await self.server.loader.load(url)
+                let original = try await self.pipeline.original(url)
                 format = ImageFormat(sniffing: original.body) == .jpeg ? .jpeg : .png
             }
             let encoded = try await self.pipeline.encodedImage(
@@ -131,6 +134,14 @@ struct ImageResponder: Sendable {
             Refusal(status: .badGateway, detail: "origin-status", message: "The origin answered \(status).")
         case .tooLarge:
             Refusal(status: .unprocessableContent, detail: "too-large", message: error.message)
+        case .busy:
+            // As imgproxy's queue limit, but 503: the server, not the client, is over its limit.
+            Refusal(
+                status: .serviceUnavailable,
+                detail: "images-busy",
+                message: "The proxy is making as many images as it may (\(error.message)); ask again in a second.",
+                retryAfter: 1
+            )
         default:
             Refusal(status: .unprocessableContent, detail: "not-an-image", message: error.message)
         }

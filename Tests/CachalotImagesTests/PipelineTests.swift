@@ -1,6 +1,7 @@
 import Cachalot
 import CachalotAsyncHTTPClient
 import CachalotImages
+import CachalotNIO
 import CachalotTestOrigin
 import CachalotTesting
 import Dispatch
@@ -170,6 +171,103 @@ struct PipelineTests {
         let runsC = Countdown()
         _ = try await pipeline.image(for: origin.url("/c.png"), processors: [Counted(runs: runsC)])
         #expect(runsC.count == 1 && runsB.count == 0)
+    }
+
+    @Test("image work runs on the pipeline's threads: a caller that goes while its image is processed gets no encoding")
+    func cancellationBetweenDecodeAndEncode() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        defer { origin.stop() }
+        let (started, release) = (Countdown(), DispatchSemaphore(value: 0))
+        let (pipeline, variants) = try self.pipeline()
+        let url = origin.url("/a.png")
+        let processors: [any ImageProcessing] = [Blocking(started: started, release: release)]
+        let asked = Task { try await pipeline.encodedImage(for: url, processors: processors, encoding: .png) }
+        // The processor runs on one of the pipeline's threads, not the caller's.
+        await started.wait(for: 1)
+        #expect(pipeline.workers.statistics.running == 1)
+        asked.cancel()
+        release.signal()
+        await #expect(throws: CancellationError.self) { try await asked.value }
+        await pipeline.waitForBackgroundWork()
+        // The decoding ran; no encoding followed it, and nothing was stored.
+        #expect(pipeline.workers.statistics.completed == 1)
+        let key = ImagePipeline.key(for: url, processors: processors) + "@" + ImageEncoding.png.description
+        #expect(try !variants.contains(key))
+    }
+
+    @Test("past its queue's limit the pipeline refuses an image as busy; with a thread free, the same image is made")
+    func busy() async throws {
+        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        defer { origin.stop() }
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())
+        let pipeline = try ImagePipeline(
+            loader: loader,
+            variants: nil,
+            configuration: .init(maximumConcurrentDecodes: 1, maximumQueuedDecodes: 0)
+        )
+        let gate = ThreadGate()
+        let holding = Task { try await pipeline.workers.run { gate.wait() } }
+        var arrivals = gate.arrivals.makeAsyncIterator()
+        _ = await arrivals.next()
+        let error = await #expect(throws: ImageError.self) {
+            try await pipeline.encodedImage(for: origin.url("/a.png"), encoding: .png)
+        }
+        #expect(error?.code == .busy)
+        gate.open()
+        try await holding.value
+        // With the thread free again, the same image is made.
+        let made = try await pipeline.encodedImage(for: origin.url("/a.png"), encoding: .png)
+        #expect(made.format == .png)
+        #expect(pipeline.workers.statistics.refused == 1)
+    }
+
+    @Test("a pipeline without threads, or with a negative queue limit, is refused")
+    func invalidWorkers() throws {
+        let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())
+        #expect(throws: CacheError.self) {
+            try ImagePipeline(loader: loader, variants: nil, configuration: .init(maximumConcurrentDecodes: 0))
+        }
+        #expect(throws: CacheError.self) {
+            try ImagePipeline(loader: loader, variants: nil, configuration: .init(maximumQueuedDecodes: -1))
+        }
+    }
+
+    @Test(
+        "an original over the size limit is refused from its Content-Length, its body unread; one without a length, once it passes the limit",
+        arguments: [false, true]
+    )
+    func sourceSizeLimit(declared: Bool) async throws {
+        // The body stalls after the bytes sent: a pipeline that waited for all of it would
+        // never answer.
+        let head =
+            declared
+            ? "HTTP/1.1 200 OK\r\nContent-Length: 5000000\r\nCache-Control: max-age=600\r\n\r\n"
+            : "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\n\r\n"
+        let origin = try await RawOrigin.start { _ in
+            RawOrigin.Reply(
+                bytes: Data(head.utf8),
+                repeating: declared ? nil : (Data(repeating: 0x89, count: 64 << 10), 32),
+                staysOpen: true
+            )
+        }
+        let loader = try ResourceLoader(transport: NIOTransport())
+        let pipeline = try ImagePipeline(
+            loader: loader,
+            variants: nil,
+            configuration: .init(maximumSourceSize: 1 << 20)
+        )
+        let error = await #expect(throws: ImageError.self) {
+            try await pipeline.encodedImage(for: origin.url("/big.png"), encoding: .png)
+        }
+        #expect(error?.code == .tooLarge)
+        #expect(error?.message.contains(declared ? "has 5000000 bytes" : "more than the 1048576 bytes") == true)
+        #expect(pipeline.workers.statistics.completed == 0)
+        // A body with a length the loader may store, it goes on reading for its cache, as it
+        // does for any shared body whose readers leave; it ends with the connection.
+        origin.stop()
+        await pipeline.waitForBackgroundWork()
     }
 
     @Test("an error status and bytes that are no image are clear errors, and nothing is kept")

@@ -77,6 +77,34 @@ struct WebFormatTests {
         }
     }
 
+    /// The AVIF fixtures whose blocks are turned by 'irot' and 'imir' (made by
+    /// Fixtures/make-avif-transforms.c), their size as seen, and the stored block (bx, by) seen
+    /// at each block (x, y) of the turned picture.
+    static let turnedAVIFs: [(String, width: Int, height: Int, stored: @Sendable (Int, Int) -> (Int, Int))] = [
+        // A quarter turn anticlockwise: the stored right column is the top row.
+        ("blocks-irot1.avif", 24, 32, { x, y in (3 - y, x) }),
+        // Mirrored about a vertical axis: left and right exchanged.
+        ("blocks-imir0.avif", 32, 24, { x, y in (3 - x, y) }),
+        // A quarter turn, then top and bottom exchanged: transposed.
+        ("blocks-irot1-imir1.avif", 24, 32, { x, y in (y, x) }),
+    ]
+
+    @Test("an AVIF's rotation and mirror properties are applied, to its size too", arguments: 0..<3)
+    func turnedAVIF(index: Int) throws {
+        let (name, width, height, stored) = Self.turnedAVIFs[index]
+        let avif = try Images.fixture(name)
+        #expect(try self.decoder.size(of: avif) == (width, height), "\(name)")
+        let bitmap = try self.decoder.decode(avif)
+        #expect(bitmap.width == width && bitmap.height == height, "\(name)")
+        for y in 0..<height / 8 {
+            for x in 0..<width / 8 {
+                let (bx, by) = stored(x, y)
+                let seen = bitmap.pixel(x: x * 8 + 4, y: y * 8 + 4)
+                #expect(Images.close(seen, Images.block(bx, by) + [255], 10), "\(name): block (\(x), \(y)) is \(seen)")
+            }
+        }
+    }
+
     @Test("an interlaced GIF decodes to its palette's colors, its transparent index clear")
     func stillGIF() throws {
         let bitmap = try self.decoder.decode(Images.fixture("still-interlaced.gif"))

@@ -1,12 +1,13 @@
 import Cachalot
 import CachalotImages
-import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes
 import NIOHTTP1
 import Testing
+
+@testable import CachalotServer
 
 /// The proxy's image endpoint (`/_image/…`) against a real origin on 127.0.0.1.
 @Suite("The proxy's image endpoint", .timeLimit(.minutes(1)))
@@ -96,6 +97,42 @@ struct ImageEndpointTests {
         #expect(image.headers["content-type"] == ["image/png"])
         #expect(try ImageDecoder().size(of: image.body) == (100, 50))
         #expect(origin.requests.first?.path == "/photo.jpg?v=2")
+        try await proxy.stop()
+    }
+
+    @Test(
+        "image work has threads of its own: while they are all held, /healthz and cached GETs answer, and past the queue 503"
+    )
+    func imageWorkInItsPlace() async throws {
+        let origin = try await Self.origin()
+        var endpoint = try self.endpoint()
+        endpoint.threads = 1
+        endpoint.queueLimit = 1
+        let proxy = try await self.proxy(origin, endpoint)
+        let workers = try #require(proxy.server.images?.1.workers)
+        // A proxied GET, cached before the image thread is taken.
+        #expect(try await proxy.send("/text").status == 200)
+        // Every image thread held: a decode that does not end until the gate opens.
+        let gate = ThreadGate()
+        let holding = Task { try await workers.run { gate.wait() } }
+        var arrivals = gate.arrivals.makeAsyncIterator()
+        _ = await arrivals.next()
+        // One image waits for the thread: the queue is full.
+        let path = endpoint.path(for: "/photo.jpg", options: "w64,avif")
+        let waiting = Task { try await proxy.send(path) }
+        while workers.statistics.waiting != 1 { await Task.yield() }
+        let health = try await proxy.send("/healthz", admin: true)
+        #expect(health.status == 200)
+        let cached = try await proxy.send("/text")
+        #expect(cached.status == 200 && cached.cacheStatus.hasPrefix("cachalot; hit"))
+        let refused = try await proxy.send(endpoint.path(for: "/photo.jpg", options: "w32,avif"))
+        #expect(refused.status == 503)
+        #expect(refused.headers["retry-after"] == ["1"])
+        #expect(refused.cacheStatus == "cachalot; detail=images-busy")
+        gate.open()
+        try await holding.value
+        let made = try await waiting.value
+        #expect(made.status == 200 && ImageFormat(sniffing: made.body) == .avif)
         try await proxy.stop()
     }
 

@@ -104,15 +104,18 @@ cachalot_image_status cachalot_webp_encode(
     const cachalot_pixels *image, int quality, int lossless, uint8_t **out, size_t *out_size, char *message,
     size_t message_size);
 
-/// The size an AVIF declares, read from its boxes without decoding.
+/// The size an AVIF declares, read from its boxes without decoding: as it is seen, after its
+/// 'irot' property.
 cachalot_image_status cachalot_avif_size(
     const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size);
 
-/// Decodes an AVIF (the first image of a sequence) as RGBA, 8 bits a channel. Refuses an image
-/// declaring more than `maximum_pixels`, before decoding.
+/// Decodes an AVIF (the first image of a sequence) as RGBA, 8 bits a channel, as stored: its
+/// 'irot' and 'imir' properties come back in `*orientation`, as the EXIF orientation (1 to 8)
+/// that turns the pixels upright. Refuses an image declaring more than `maximum_pixels`, before
+/// decoding.
 cachalot_image_status cachalot_avif_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
-    size_t message_size);
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, int *orientation,
+    char *message, size_t message_size);
 
 /// Encodes pixels of 1 or 4 channels as AVIF (4:2:0, 8 bits) at `quality` (0 to 100) and
 /// `speed` (0, slowest, to 10); alpha is kept, losslessly, if some pixel is not opaque.

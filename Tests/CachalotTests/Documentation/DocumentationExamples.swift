@@ -115,7 +115,7 @@ struct DocumentationExamples {
             switch error.code {
             case .unknownFormat, .corrupt, .truncated: print("not a usable image:", error.message)
             case .tooLarge: print("too many pixels:", error.message)
-            case .unsupported, .outOfMemory, .status: print(error.message)
+            case .unsupported, .outOfMemory, .status, .busy: print(error.message)
             }
         }
         let error = #expect(throws: ImageError.self) { try decoder.decode(Data("not an image".utf8)) }
