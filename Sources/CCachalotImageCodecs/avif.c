@@ -50,21 +50,21 @@ static avifDecoder *parsed(
 
 /// How the image's 'irot' and 'imir' properties turn its pixels, as an EXIF orientation (1 to
 /// 8). 'irot' turns by `angle` quarter turns anticlockwise, then 'imir' mirrors (ISO/IEC
-/// 23008-12, 6.5.10 and 6.5.12). The mirror's bit is read as the published standard reads it
-/// (`axis`): 0 about a vertical axis, left and right exchanged; 1 top and bottom. libavif before
-/// 1.0 calls the same bit `mode` and reads it the other way round, as the 2017 draft did;
-/// browsers follow the standard.
+/// 23008-12:2022, 6.5.10 and 6.5.12): its bit 0 exchanges top and bottom (EXIF 4), 1 left and
+/// right (EXIF 2). libavif names the field `axis` from 1.0 on and before 0.9.2, `mode` between;
+/// the meaning is the same.
 static int orientation_of(const avifImage *image) {
     // [angle][mirror: none, left-right, top-bottom]
     static const int table[4][3] = {{1, 2, 4}, {8, 7, 5}, {3, 4, 2}, {6, 5, 7}};
     int angle = (image->transformFlags & AVIF_TRANSFORM_IROT) ? (image->irot.angle & 3) : 0;
     int mirror = 0;
     if (image->transformFlags & AVIF_TRANSFORM_IMIR) {
-#if AVIF_VERSION_MAJOR >= 1
-        mirror = (image->imir.axis & 1) ? 2 : 1;
+#if AVIF_VERSION_MAJOR >= 1 || (AVIF_VERSION_MAJOR == 0 && (AVIF_VERSION_MINOR < 9 || (AVIF_VERSION_MINOR == 9 && AVIF_VERSION_PATCH < 2)))
+        int bit = image->imir.axis & 1;
 #else
-        mirror = (image->imir.mode & 1) ? 2 : 1;
+        int bit = image->imir.mode & 1;
 #endif
+        mirror = bit ? 1 : 2;
     }
     return table[angle][mirror];
 }

@@ -9,6 +9,10 @@ public struct EncodedImage: Sendable, Hashable {
         case stored
         /// Made now from the original.
         case made
+        /// The pipeline's variants, made earlier and expired, kept because their original,
+        /// loaded again (and revalidated by the loader), has the same validator as when they were
+        /// made: nothing was decoded or encoded.
+        case revalidated
     }
 
     /// The encoded bytes, ready to send or write.
@@ -20,7 +24,7 @@ public struct EncodedImage: Sendable, Hashable {
     /// Not after the moment it was made if the original may not be stored (`no-store`, or
     /// `private` for a shared cache's loader): such a variant is not kept.
     public let expires: Date
-    /// Whether the bytes were stored or made now.
+    /// Whether the bytes were stored, kept after their original was revalidated, or made now.
     public let source: Source
 
     /// Makes an encoded image of `data`; the pipeline makes these, and tests and fakes may too.

@@ -11,8 +11,8 @@ import Foundation
 /// - WebP (lossy, lossless, with alpha), AVIF (8 to 12 bits, any chroma subsampling, with alpha)
 ///   and GIF become `.rgba8`. An animated GIF or WebP gives its first frame as shown, on its whole
 ///   canvas; ``decodeAnimation(_:)`` gives every frame. AVIF's rotation and mirror properties
-///   (`irot`, `imir`) are applied, as a JPEG's EXIF orientation is; the mirror's bit is read as
-///   the published ISO/IEC 23008-12 reads it (0: left and right exchanged), as browsers do.
+///   (`irot`, `imir`) are applied, as a JPEG's EXIF orientation is (ISO/IEC 23008-12:2022: the
+///   rotation first, anticlockwise, then the mirror).
 /// - A header declaring more than ``maximumPixelCount`` pixels is refused before the pixels are
 ///   allocated (a decompression bomb costs nothing), and so is an animation whose frames would
 ///   hold more than that all together. Damaged and truncated data are errors, never a crash; a

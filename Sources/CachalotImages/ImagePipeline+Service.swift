@@ -83,6 +83,8 @@ extension ImagePipeline {
             }
             removed += try disk.removeEntries(createdBefore: date)
         }
+        // Memory does not know when its variants were made: it reads them from disk again.
+        self.variantMemory.removeAll()
         return removed + (try await self.loader.removeResponses(storedBefore: date))
     }
 
@@ -119,6 +121,7 @@ extension ImagePipeline {
     /// Removes the variants whose keys `isRemoved` accepts, from memory and from `variants`.
     private func removeVariants(where isRemoved: (String) -> Bool) throws(CacheError) -> Int {
         self.memory.removeValues { key, _ in isRemoved(key) }
+        self.variantMemory.removeValues { key, _ in isRemoved(key) }
         guard let variants = self.variants else { return 0 }
         guard let disk = variants as? DiskCache else {
             throw CacheError(
@@ -139,6 +142,7 @@ extension ImagePipeline {
     ///   memory is emptied first, whatever happens after.
     public func clearAll() async throws(CacheError) {
         self.memory.removeAll()
+        self.variantMemory.removeAll()
         try self.variants?.removeAll()
         try await self.loader.removeAllResponses()
     }

@@ -43,6 +43,10 @@ public final class ImagePipeline: Sendable {
         /// `MemoryCache` default (a share of the machine's memory). As in any `MemoryCache`, one
         /// bitmap may take at most a tenth of it; a larger one is answered but not kept.
         public var memoryCostLimit: Int?
+        /// The most bytes of encoded variants kept in memory by
+        /// ``ImagePipeline/encodedImage(for:processors:encoding:priority:)``, so that a variant
+        /// asked for again is not read from `variants`; positive. Default: 32 MiB.
+        public var variantMemoryCostLimit: Int
         /// How many images may be decoded, processed or encoded at once: the pipeline's threads;
         /// at least 1. Default: ``ImageWorkers/defaultThreadCount``, one fewer than the active
         /// processors and at least one.
@@ -69,6 +73,8 @@ public final class ImagePipeline: Sendable {
         /// - Parameters:
         ///   - memoryCostLimit: The most bytes of decoded bitmaps kept in memory. Default: `nil`,
         ///     the `MemoryCache` default.
+        ///   - variantMemoryCostLimit: The most bytes of encoded variants kept in memory.
+        ///     Default: 32 MiB.
         ///   - maximumConcurrentDecodes: How many images are worked on at once. Default:
         ///     ``ImageWorkers/defaultThreadCount``.
         ///   - maximumQueuedDecodes: The most images waiting for a thread. Default: `nil`, no limit.
@@ -78,6 +84,7 @@ public final class ImagePipeline: Sendable {
         ///   - maximumSourceSize: The most bytes an original may have. Default: `nil`, no limit.
         public init(
             memoryCostLimit: Int? = nil,
+            variantMemoryCostLimit: Int = 32 << 20,
             maximumConcurrentDecodes: Int = ImageWorkers.defaultThreadCount,
             maximumQueuedDecodes: Int? = nil,
             decoder: ImageDecoder = ImageDecoder(),
@@ -86,6 +93,7 @@ public final class ImagePipeline: Sendable {
             maximumSourceSize: Int? = nil
         ) {
             self.memoryCostLimit = memoryCostLimit
+            self.variantMemoryCostLimit = variantMemoryCostLimit
             self.maximumConcurrentDecodes = maximumConcurrentDecodes
             self.maximumQueuedDecodes = maximumQueuedDecodes
             self.decoder = decoder
@@ -100,6 +108,8 @@ public final class ImagePipeline: Sendable {
     /// The decoded bitmaps, originals under their URL in key form and variants under
     /// ``key(for:processors:)``, bounded by ``Configuration/memoryCostLimit``.
     public let memory: MemoryCache<String, Bitmap>
+    /// Encoded variants, fresh or with a validator, under their keys in `variants`.
+    let variantMemory: MemoryCache<String, StoredVariant>
     /// The threads the pipeline's image work runs on: ``Configuration/maximumConcurrentDecodes``
     /// of them, with at most ``Configuration/maximumQueuedDecodes`` jobs waiting.
     public let workers: ImageWorkers
@@ -121,8 +131,9 @@ public final class ImagePipeline: Sendable {
     ///   - now: The wall clock by which variants expire. Default: `WallClock.now`. Tests inject one.
     /// - Throws: `CacheError` with code `invalidConfiguration` if
     ///   ``Configuration/maximumConcurrentDecodes`` is less than 1,
-    ///   ``Configuration/maximumQueuedDecodes`` is negative, or the memory cache refuses
-    ///   ``Configuration/memoryCostLimit`` (not positive).
+    ///   ``Configuration/maximumQueuedDecodes`` is negative, or a memory cache refuses
+    ///   ``Configuration/memoryCostLimit`` or ``Configuration/variantMemoryCostLimit`` (not
+    ///   positive).
     public init(
         loader: ResourceLoader,
         variants: (any DataCaching)?,
@@ -137,6 +148,7 @@ public final class ImagePipeline: Sendable {
         }
         self.configuration = configuration
         self.memory = try MemoryCache(configuration: .init(costLimit: configuration.memoryCostLimit))
+        self.variantMemory = try MemoryCache(configuration: .init(costLimit: configuration.variantMemoryCostLimit))
         self.loader = loader
         self.variants = variants
         self.workers = try ImageWorkers(
@@ -164,10 +176,11 @@ public final class ImagePipeline: Sendable {
     /// The image at `url`, processed by `processors` in order.
     ///
     /// From memory if it holds the result; else from the variant stored in `variants`, if any
-    /// processors were given and the variant is still fresh; else the original is loaded through
-    /// the loader, decoded at the smallest scale the first processor allows, processed, kept in
-    /// memory, and (with processors, if the original may be stored and is fresh) encoded and
-    /// written to `variants` once the callers have their answer.
+    /// processors were given and the variant is still fresh (or its original, revalidated, has
+    /// not changed); else the original is loaded through the loader, decoded at the smallest
+    /// scale the first processor allows, processed, kept in memory, and (with processors, if the
+    /// original may be stored) encoded and written to `variants` once the callers have their
+    /// answer. Memory keeps a bitmap only while its original is fresh.
     ///
     /// - Parameters:
     ///   - url: The original image.
@@ -201,7 +214,11 @@ public final class ImagePipeline: Sendable {
     /// stored there and fresh, else made from the original and stored.
     ///
     /// Unlike ``image(for:processors:priority:)``, it keeps no bitmap in memory: what it hands out
-    /// is bytes, to send or to write. The bytes are stored only while the original is fresh.
+    /// is bytes, to send or to write. The bytes are stored if the original may be, while it is
+    /// fresh or has a validator (`ETag` or `Last-Modified`). Once they expire, the original is
+    /// loaded again (the loader revalidates it); if its validator has not changed, the stored
+    /// bytes stand, for as long as the original is now fresh (``EncodedImage/Source/revalidated``),
+    /// and nothing is decoded or encoded.
     ///
     /// - Parameters:
     ///   - url: The original image.
@@ -217,8 +234,9 @@ public final class ImagePipeline: Sendable {
         priority: ResourceLoader.Priority = .normal
     ) async throws -> EncodedImage {
         let key = Self.key(for: url, processors: processors) + "@" + encoding.description
-        if let stored = self.storedVariant(key), let format = ImageFormat(sniffing: stored.data) {
-            return EncodedImage(data: stored.data, format: format, expires: stored.expiry, source: .stored)
+        let stored = self.variantMemory.value(forKey: key) ?? self.storedVariantKeptInMemory(key)
+        if let stored, self.now() < stored.life.expiry, let format = ImageFormat(sniffing: stored.data) {
+            return EncodedImage(data: stored.data, format: format, expires: stored.life.expiry, source: .stored)
         }
         return try await self.encodedFlights.run(key, priority: priority.rawValue, progress: nil) { _ in
             try await self.makeEncoded(
@@ -226,34 +244,45 @@ public final class ImagePipeline: Sendable {
                 url: url,
                 processors: processors,
                 encoding: encoding,
-                priority: priority
+                priority: priority,
+                expired: stored
             )
         }.value
     }
 
     /// What one flight of ``encodedImage(for:processors:encoding:priority:)`` does: the original
-    /// loaded, processed and encoded.
+    /// loaded; the `expired` variant kept if the original has not changed, else the original
+    /// processed and encoded.
     private func makeEncoded(
         _ key: String,
         url: URL,
         processors: [any ImageProcessing],
         encoding: ImageEncoding,
         priority: ResourceLoader.Priority,
+        expired: StoredVariant?
     ) async throws -> EncodedImage {
         let resource = try await self.original(url, priority: priority)
-        let expiry = self.expiry(of: resource, url: url)
-        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
-        // Callers that have all gone by now get no encoding.
-        try Task.checkCancellation()
-        let data = try await self.workers.run(first: true) { try ImageEncoder.encode(bitmap, as: encoding) }
+        let life = self.life(of: resource, url: url)
+        if let expired, let life, expired.life.stands(for: life), let format = ImageFormat(sniffing: expired.data) {
+            try? self.variants?.set(expired.data, forKey: key, metadata: life.metadata)
+            self.keepVariant((expired.data, life), forKey: key)
+            return EncodedImage(data: expired.data, format: format, expires: life.expiry, source: .revalidated)
+        }
+        let bitmap = try await self.processed(resource.body, processors)
+        // Callers that have all gone by now get no encoding: a cancelled task's job never runs.
+        let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(bitmap, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
-        if expiry > self.now() { try? self.variants?.set(data, forKey: key, metadata: Self.metadata(expiry: expiry)) }
-        return EncodedImage(data: data, format: encoding.format, expires: expiry, source: .made)
+        if let life, life.isKept(at: self.now()) {
+            try? self.variants?.set(data, forKey: key, metadata: life.metadata)
+            self.keepVariant((data, life), forKey: key)
+        }
+        return EncodedImage(data: data, format: encoding.format, expires: life?.expiry ?? self.now(), source: .made)
     }
 
-    /// What one flight of ``image(for:processors:priority:)`` does: the variant from disk, else
-    /// the original loaded and processed.
+    /// What one flight of ``image(for:processors:priority:)`` does: the variant from disk if it
+    /// is fresh, or if it has expired and the original, loaded again, has not changed; else the
+    /// original loaded and processed.
     private func make(
         _ key: String,
         url: URL,
@@ -261,24 +290,55 @@ public final class ImagePipeline: Sendable {
         priority: ResourceLoader.Priority,
         run: Flights<String, Bitmap>.Run
     ) async throws -> Bitmap {
-        if !processors.isEmpty, let stored = self.storedVariant(key) {
-            let bitmap = try await self.decoded { try self.configuration.decoder.decode(stored.data) }
-            try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
-            return bitmap
+        let stored = processors.isEmpty ? nil : self.storedVariant(key)
+        if let stored, self.now() < stored.life.expiry {
+            return try await self.decodedVariant(stored.data, key: key, life: stored.life)
         }
         let resource = try await self.original(url, priority: priority)
-        let bitmap = try await self.decoded { try self.process(resource.body, processors) }
-        try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost)
-        let expiry = self.expiry(of: resource, url: url)
-        if !processors.isEmpty, expiry > self.now() {
-            let encoding =
-                self.configuration.variantEncoding
-                ?? (ImageFormat(sniffing: resource.body) == .png || bitmap.hasTransparency
-                    ? .png : .jpeg(quality: self.configuration.jpegQuality))
-            // Encoded and written once the callers have the bitmap.
-            self.store(key, expiry: expiry, after: run) { try? ImageEncoder.encode(bitmap, as: encoding) }
+        let life = self.life(of: resource, url: url)
+        if let stored, let life, stored.life.stands(for: life) {
+            try? self.variants?.set(stored.data, forKey: key, metadata: life.metadata)
+            return try await self.decodedVariant(stored.data, key: key, life: life)
+        }
+        let bitmap = try await self.processed(resource.body, processors)
+        self.keep(bitmap, forKey: key, life: life)
+        if !processors.isEmpty, let life, life.isKept(at: self.now()) {
+            let isPNG = ImageFormat(sniffing: resource.body) == .png
+            let (variantEncoding, quality) = (self.configuration.variantEncoding, self.configuration.jpegQuality)
+            // Encoded and written once the callers have the bitmap, on an image thread: looking
+            // for transparency reads every pixel.
+            self.store(key, life: life, after: run) {
+                let encoding =
+                    variantEncoding ?? (isPNG || bitmap.hasTransparency ? .png : .jpeg(quality: quality))
+                return try? ImageEncoder.encode(bitmap, as: encoding)
+            }
         }
         return bitmap
+    }
+
+    /// A stored variant's bytes decoded, and kept in memory while `life` says it is fresh.
+    private func decodedVariant(_ data: Data, key: String, life: VariantLife) async throws -> Bitmap {
+        let decoder = self.configuration.decoder
+        let bitmap = try await self.decoded { try decoder.decode(data) }
+        self.keep(bitmap, forKey: key, life: life)
+        return bitmap
+    }
+
+    /// Keeps `bitmap` in memory for as long as its original is fresh, by `life`: not at all
+    /// without freshness, or for an original that may not be stored.
+    private func keep(_ bitmap: Bitmap, forKey key: String, life: VariantLife?) {
+        let remaining = life.map { $0.expiry.timeIntervalSince(self.now()) } ?? 0
+        guard remaining > 0 else {
+            self.memory.removeValue(forKey: key)
+            return
+        }
+        try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost, timeToLive: .seconds(remaining))
+    }
+
+    /// Keeps an encoded variant in memory, where ``encodedImage(for:processors:encoding:priority:)``
+    /// looks first: fresh or not, as in `variants`.
+    private func keepVariant(_ variant: StoredVariant, forKey key: String) {
+        try? self.variantMemory.set(variant, forKey: key, cost: variant.data.count)
     }
 
     /// The original at `url`, from the pipeline's loader, as the pipeline reads it before
@@ -303,10 +363,11 @@ public final class ImagePipeline: Sendable {
         if let length = stream.length, length > limit {
             throw ImageError(.tooLarge, "\(url.absoluteString) has \(length) bytes, more than the \(limit) allowed")
         }
+        // A body from a file comes mapped, in one piece: kept as it is, not copied. Nothing is
+        // reserved from the declared length, which the origin chose.
         var body = Data()
-        if let length = stream.length { body.reserveCapacity(length) }
         for try await piece in stream.body {
-            body.append(piece)
+            if body.isEmpty { body = piece } else { body.append(piece) }
             guard body.count <= limit else {
                 throw ImageError(.tooLarge, "\(url.absoluteString) has more than the \(limit) bytes allowed")
             }
@@ -314,6 +375,7 @@ public final class ImagePipeline: Sendable {
         var resource = Resource(body: body, response: stream.response, source: stream.source)
         resource.redirects = stream.redirects
         resource.forwardReason = stream.forwardReason
+        resource.timeToLive = stream.timeToLive
         return resource
     }
 
@@ -321,7 +383,7 @@ public final class ImagePipeline: Sendable {
     /// their answer.
     private func store(
         _ key: String,
-        expiry: Date,
+        life: VariantLife,
         after run: Flights<String, Bitmap>.Run,
         _ encode: @escaping @Sendable () -> Data?
     ) {
@@ -331,25 +393,28 @@ public final class ImagePipeline: Sendable {
             workers.start {
                 defer { pending.end() }
                 guard let bytes = encode() else { return }
-                try? variants.set(bytes, forKey: key, metadata: Self.metadata(expiry: expiry))
+                try? variants.set(bytes, forKey: key, metadata: life.metadata)
             }
         }
     }
 
-    /// Decodes `body`, at the smallest size the first processor allows, and processes it.
-    private func process(_ body: Data, _ processors: [any ImageProcessing]) throws -> Bitmap {
+    /// Decodes `body` on an image thread, at the smallest size the first processor allows, and
+    /// processes it; stops between steps once every caller has gone.
+    private func processed(_ body: Data, _ processors: [any ImageProcessing]) async throws -> Bitmap {
         let decoder = self.configuration.decoder
-        var scale = 1.0
-        if let first = processors.first {
-            let size = try decoder.size(of: body)
-            scale = first.requiredScale(sourceWidth: size.width, sourceHeight: size.height)
+        return try await self.workers.run(first: false) { cancellation in
+            var scale = 1.0
+            if let first = processors.first {
+                let size = try decoder.size(of: body)
+                scale = first.requiredScale(sourceWidth: size.width, sourceHeight: size.height)
+            }
+            var bitmap = try decoder.decode(body, scale: scale)
+            for processor in processors {
+                try cancellation.check()
+                bitmap = try processor.process(bitmap)
+            }
+            return bitmap
         }
-        var bitmap = try decoder.decode(body, scale: scale)
-        for processor in processors {
-            try Task.checkCancellation()
-            bitmap = try processor.process(bitmap)
-        }
-        return bitmap
     }
 
     /// Runs image work on ``workers`` when a thread is free, unless the flight is cancelled
@@ -360,35 +425,37 @@ public final class ImagePipeline: Sendable {
 
     // MARK: - Variants on disk
 
-    /// The bytes of the stored variant for `key` and when it expires, if it has not.
-    private func storedVariant(_ key: String) -> (data: Data, expiry: Date)? {
-        guard let entry = try? self.variants?.entry(forKey: key),
-            let expiry = Self.expiry(in: entry.metadata), self.now() < expiry
-        else { return nil }
-        return (entry.data, expiry)
+    /// A variant in `variants`: its bytes, and how long it stands.
+    typealias StoredVariant = (data: Data, life: VariantLife)
+
+    /// The stored variant for `key`, fresh or not, kept in memory from now on.
+    private func storedVariantKeptInMemory(_ key: String) -> StoredVariant? {
+        guard let stored = self.storedVariant(key) else { return nil }
+        self.keepVariant(stored, forKey: key)
+        return stored
     }
 
-    /// When a variant made now from `resource` expires: when the original stops being fresh.
-    /// By the loader's rules: a variant of an original that a shared cache may not store (such
-    /// as one marked `private`) expires at once, and is not kept.
-    private func expiry(of resource: Resource, url: URL) -> Date {
+    /// The stored variant for `key`, fresh or not.
+    private func storedVariant(_ key: String) -> StoredVariant? {
+        guard let entry = try? self.variants?.entry(forKey: key), let life = VariantLife(metadata: entry.metadata)
+        else { return nil }
+        return (entry.data, life)
+    }
+
+    /// How long a variant made now from `resource` stands: its expiry is when the original
+    /// stops being fresh, its validator the original's. `nil` for an original the loader's rules
+    /// keep from being stored (`no-store`, or `private` for a shared cache's loader): a variant
+    /// of it is not kept.
+    private func life(of resource: Resource, url: URL) -> VariantLife? {
         let now = self.now()
         let request = HTTPRequest(method: .get, url: url)
         let rules = self.loader.configuration.rules
-        guard rules.canStore(resource.response, for: request) else { return now }
+        guard rules.canStore(resource.response, for: request) else { return nil }
         let stored = StoredResponse(request: request, response: resource.response, requestTime: now, responseTime: now)
         let remaining = stored.freshnessLifetime(isShared: rules.isShared) - stored.age(at: now)
-        return now.addingTimeInterval(max(0, remaining))
-    }
-
-    /// A variant's metadata: "CIV1" and its expiry in whole seconds since 1970, as text.
-    private static func metadata(expiry: Date) -> Data {
-        Data("CIV1 \(Int64(expiry.timeIntervalSince1970))".utf8)
-    }
-
-    private static func expiry(in metadata: Data) -> Date? {
-        let text = String(decoding: metadata, as: UTF8.self)
-        guard text.hasPrefix("CIV1 "), let seconds = Int64(text.dropFirst(5)) else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(seconds))
+        return VariantLife(
+            expiry: now.addingTimeInterval(max(0, remaining)),
+            validator: VariantLife.validator(of: resource.response)
+        )
     }
 }

@@ -1,6 +1,7 @@
 import CCachalotCore
 import Cachalot
 import Foundation
+import Synchronization
 
 /// The threads image work runs on: decoding, processing and encoding, each a call that holds
 /// its thread until it returns.
@@ -19,8 +20,8 @@ import Foundation
 /// A job whose task is cancelled while it waits never runs: ``run(_:)`` throws
 /// `CancellationError` at once. A job that has started runs to its end (a codec call cannot be
 /// stopped halfway); its caller then gets its value, and checks for cancellation itself before
-/// it asks for more work. The threads end when the workers are released, once the jobs queued
-/// have run.
+/// it asks for more work. A job holds what its work captured only until it has run or been
+/// cancelled. The threads end when the workers are released, once the jobs queued have run.
 public final class ImageWorkers: Sendable {
     /// What the workers have done since they were made, and what they hold now.
     public struct Statistics: Sendable, Hashable {
@@ -88,14 +89,20 @@ public final class ImageWorkers: Sendable {
     ///   starts (it then never runs); ``ImageError`` with code ``ImageError/Code/busy`` if
     ///   ``queueLimit`` jobs are waiting already.
     public func run<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-        try await self.run(first: false, work)
+        try await self.run(first: false) { _ in try work() }
     }
 
-    /// Runs `work` as ``run(_:)`` does; with `first`, ahead of the jobs waiting and past the
-    /// queue's limit: for work that goes on with an image already decoded, so that its bitmap
-    /// does not wait in memory behind new images.
-    func run<Value: Sendable>(first: Bool, _ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-        let job = Job<Value>(work)
+    /// Runs `work` as ``run(_:)`` does, telling it whether its task has been cancelled since it
+    /// started (a job runs on a thread of its own, outside the task, where `Task.isCancelled` is
+    /// always false); with `first`, ahead of the jobs waiting and past the queue's limit: for
+    /// work that goes on with an image already decoded, so that its bitmap does not wait in
+    /// memory behind new images.
+    func run<Value: Sendable>(
+        first: Bool,
+        _ work: @escaping @Sendable (_ cancellation: Cancellation) throws -> Value
+    ) async throws -> Value {
+        let cancellation = Cancellation()
+        let job = Job<Value> { try work(cancellation) }
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 if let failure = self.queue.add(job, continuation: continuation, first: first) {
@@ -103,7 +110,26 @@ public final class ImageWorkers: Sendable {
                 }
             }
         } onCancel: {
+            cancellation.cancel()
             self.queue.cancel(job)
+        }
+    }
+
+    /// Whether the task that asked for a job has been cancelled: what the job checks between
+    /// steps, since it runs outside the task.
+    final class Cancellation: Sendable {
+        private let flag = Atomic(false)
+
+        /// Whether the task has been cancelled.
+        var isCancelled: Bool { self.flag.load(ordering: .relaxed) }
+
+        /// Throws `CancellationError` if the task has been cancelled.
+        func check() throws {
+            if self.isCancelled { throw CancellationError() }
+        }
+
+        fileprivate func cancel() {
+            self.flag.store(true, ordering: .relaxed)
         }
     }
 
@@ -127,16 +153,18 @@ private class QueuedJob: @unchecked Sendable {
 
     var state = State.new
 
-    /// Runs the work; returns what hands its result on, called once the queue has counted the
-    /// job done. On a worker thread, outside the lock.
+    /// Runs the work and lets it go; returns what hands its result on, called once the queue
+    /// has counted the job done. On a worker thread, outside the lock.
     func perform() -> () -> Void { {} }
 
-    /// Takes the job out of the caller's hands: the continuation it resumes, if any. Under the lock.
-    func cancellation() -> (() -> Void)? { nil }
+    /// Takes the job out of the caller's hands. Under the lock; what it returns resumes the
+    /// caller and lets the work go, outside the lock: what the work captured may be the last
+    /// reference to the workers themselves, whose release takes the lock.
+    func cancellation() -> () -> Void { {} }
 }
 
 private final class Job<Value: Sendable>: QueuedJob, @unchecked Sendable {
-    let work: @Sendable () throws -> Value
+    var work: (@Sendable () throws -> Value)?
     var continuation: UnsafeContinuation<Value, any Error>?
 
     init(_ work: @escaping @Sendable () throws -> Value) {
@@ -144,17 +172,28 @@ private final class Job<Value: Sendable>: QueuedJob, @unchecked Sendable {
     }
 
     override func perform() -> () -> Void {
-        let result = Result { try self.work() }
         // Set before the job was queued, and not touched after it started.
+        let work = self.work
+        self.work = nil
+        let result = Result { try work?() }
         let continuation = self.continuation
         self.continuation = nil
-        return { continuation?.resume(with: result) }
+        return {
+            switch result {
+            case .success(let value?): continuation?.resume(returning: value)
+            case .success(nil): continuation?.resume(throwing: CancellationError())
+            case .failure(let error): continuation?.resume(throwing: error)
+            }
+        }
     }
 
-    override func cancellation() -> (() -> Void)? {
-        guard let continuation = self.continuation else { return nil }
-        self.continuation = nil
-        return { continuation.resume(throwing: CancellationError()) }
+    override func cancellation() -> () -> Void {
+        let (work, continuation) = (self.work, self.continuation)
+        (self.work, self.continuation) = (nil, nil)
+        return {
+            _ = work
+            continuation?.resume(throwing: CancellationError())
+        }
     }
 }
 
@@ -163,8 +202,9 @@ private final class JobQueue: @unchecked Sendable {
     private let condition = NSCondition()
     private let threads: Int
     private let limit: Int?
-    /// Jobs in order; cancelled ones stay until a thread takes them and passes over them.
-    private var jobs: [QueuedJob] = []
+    /// Jobs in order from `head`; a slot is emptied when a thread takes its job. Cancelled jobs
+    /// stay, holding nothing, until a thread passes over them.
+    private var jobs: [QueuedJob?] = []
     private var head = 0
     private var isStopped = false
     private var counts = ImageWorkers.Statistics(running: 0, waiting: 0, completed: 0, cancelled: 0, refused: 0)
@@ -190,7 +230,10 @@ private final class JobQueue: @unchecked Sendable {
         self.condition.lock()
         defer { self.condition.unlock() }
         // Cancelled before it could be queued.
-        guard job.state == .new else { return CancellationError() }
+        guard job.state == .new else {
+            self.counts.cancelled += 1
+            return CancellationError()
+        }
         // Jobs queued beyond the threads free for them wait; the new one would be one more.
         let waitingForThreads = self.counts.waiting - (self.threads - self.counts.running)
         if continuation != nil, !first, let limit = self.limit, waitingForThreads >= limit {
@@ -213,7 +256,7 @@ private final class JobQueue: @unchecked Sendable {
     /// Takes `job` out of the queue if it waits there, and tells its caller.
     func cancel(_ job: QueuedJob) {
         self.condition.lock()
-        var resume: (() -> Void)?
+        var resume: () -> Void = {}
         switch job.state {
         case .new:
             // ``add`` will see it.
@@ -227,7 +270,7 @@ private final class JobQueue: @unchecked Sendable {
             break
         }
         self.condition.unlock()
-        resume?()
+        resume()
     }
 
     /// Lets the threads end once the jobs queued have run.
@@ -238,36 +281,44 @@ private final class JobQueue: @unchecked Sendable {
         self.condition.unlock()
     }
 
-    /// A thread's loop: takes the jobs one at a time until the queue is stopped and empty.
+    /// A thread's loop: runs the jobs one at a time until the queue is stopped and empty. A job,
+    /// and what it hands on, is let go outside the lock.
     func work() {
-        self.condition.lock()
-        while true {
-            guard self.head < self.jobs.count else {
-                if self.isStopped { break }
-                self.condition.wait()
-                continue
-            }
-            let job = self.jobs[self.head]
-            self.head += 1
-            if self.head > 64, self.head * 2 > self.jobs.count { self.compact() }
-            guard job.state == .waiting else { continue }
-            job.state = .running
-            self.counts.waiting -= 1
-            self.counts.running += 1
-            self.condition.unlock()
+        while let job = self.next() {
             let handOn = job.perform()
             self.condition.lock()
             self.counts.running -= 1
             self.counts.completed += 1
-            // Its caller sees the job counted.
             self.condition.unlock()
+            // Its caller sees the job counted.
             handOn()
-            self.condition.lock()
         }
-        self.condition.unlock()
     }
 
-    /// Drops the jobs already taken from the front of the array.
+    /// The next job to run, counted as running; waits for one; `nil` once the queue is stopped
+    /// and empty.
+    private func next() -> QueuedJob? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        while true {
+            guard self.head < self.jobs.count else {
+                if self.isStopped { return nil }
+                self.condition.wait()
+                continue
+            }
+            let taken = self.jobs[self.head]
+            self.jobs[self.head] = nil
+            self.head += 1
+            if self.head > 64, self.head * 2 > self.jobs.count { self.compact() }
+            guard let job = taken, job.state == .waiting else { continue }
+            job.state = .running
+            self.counts.waiting -= 1
+            self.counts.running += 1
+            return job
+        }
+    }
+
+    /// Drops the slots already emptied from the front of the array.
     private func compact() {
         self.jobs.removeFirst(self.head)
         self.head = 0

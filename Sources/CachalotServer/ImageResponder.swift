@@ -108,6 +108,11 @@ struct ImageResponder: Sendable {
             case .stored:
                 cacheStatus.hit = true
                 cacheStatus.timeToLive = timeToLive
+            case .revalidated:
+                // Stored, expired, and kept: the original had not changed.
+                cacheStatus.forward = "stale"
+                cacheStatus.timeToLive = timeToLive
+                cacheStatus.stored = true
             case .made where timeToLive > 0:
                 cacheStatus.forward = "miss"
                 cacheStatus.timeToLive = timeToLive

@@ -111,7 +111,7 @@ struct ImageWorkersTests {
         _ = await arrivals.next()
         let new = Task { try await workers.run { order.append("new") } }
         await Self.waitUntil(workers, waiting: 1)
-        let continuing = Task { try await workers.run(first: true) { order.append("continuing") } }
+        let continuing = Task { try await workers.run(first: true) { _ in order.append("continuing") } }
         await Self.waitUntil(workers, waiting: 2)
         gate.open()
         try await running.value
@@ -119,6 +119,57 @@ struct ImageWorkersTests {
         try await continuing.value
         #expect(order.values == ["continuing", "new"])
         #expect(workers.statistics.refused == 0)
+    }
+
+    /// An object whose release a test watches.
+    final class Captured: Sendable {}
+
+    @Test("a job lets go of what its work captured once it has run, or once it is cancelled while waiting")
+    func jobsLetGo() async throws {
+        let workers = try ImageWorkers(threads: 1)
+        weak var ran: Captured?
+        do {
+            let captured = Captured()
+            ran = captured
+            try await workers.run { _ = captured }
+        }
+        #expect(ran == nil)
+
+        let gate = ThreadGate()
+        let running = Task { try await workers.run { gate.wait() } }
+        var arrivals = gate.arrivals.makeAsyncIterator()
+        _ = await arrivals.next()
+        weak var cancelled: Captured?
+        let waiting: Task<Void, any Error>
+        do {
+            let captured = Captured()
+            cancelled = captured
+            waiting = Task { try await workers.run { _ = captured } }
+        }
+        await Self.waitUntil(workers, waiting: 1)
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        // Let go while the only thread is still held: not when a thread passes over the job.
+        #expect(cancelled == nil)
+        gate.open()
+        try await running.value
+    }
+
+    @Test("a running job is told that its task was cancelled, to stop between steps")
+    func runningJobSeesCancellation() async throws {
+        let workers = try ImageWorkers(threads: 1)
+        let gate = ThreadGate()
+        let job = Task {
+            try await workers.run(first: false) { cancellation in
+                gate.wait()
+                return cancellation.isCancelled
+            }
+        }
+        var arrivals = gate.arrivals.makeAsyncIterator()
+        _ = await arrivals.next()
+        job.cancel()
+        gate.open()
+        #expect(try await job.value)
     }
 
     /// Names appended from the workers' threads, in order.

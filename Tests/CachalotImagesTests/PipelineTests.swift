@@ -173,10 +173,15 @@ struct PipelineTests {
         #expect(runsC.count == 1 && runsB.count == 0)
     }
 
+    /// An origin that answers every path with a 20 × 20 PNG, fresh for 10 minutes.
+    static func smallPhotoOrigin() async throws -> TestOrigin {
+        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
+        return try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+    }
+
     @Test("image work runs on the pipeline's threads: a caller that goes while its image is processed gets no encoding")
     func cancellationBetweenDecodeAndEncode() async throws {
-        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        let origin = try await Self.smallPhotoOrigin()
         defer { origin.stop() }
         let (started, release) = (Countdown(), DispatchSemaphore(value: 0))
         let (pipeline, variants) = try self.pipeline()
@@ -198,8 +203,7 @@ struct PipelineTests {
 
     @Test("past its queue's limit the pipeline refuses an image as busy; with a thread free, the same image is made")
     func busy() async throws {
-        let png = try ImageEncoder.png(Images.photo(width: 20, height: 20))
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        let origin = try await Self.smallPhotoOrigin()
         defer { origin.stop() }
         let loader = try ResourceLoader(transport: AsyncHTTPClientTransport())
         let pipeline = try ImagePipeline(
@@ -267,6 +271,156 @@ struct PipelineTests {
         // A body with a length the loader may store, it goes on reading for its cache, as it
         // does for any shared body whose readers leave; it ends with the connection.
         origin.stop()
+        await pipeline.waitForBackgroundWork()
+    }
+
+    /// The picture an origin serves as its version `version` of /photo.png: a shade of it.
+    static func picture(_ version: Int) throws -> Data {
+        try ImageEncoder.png(
+            Bitmap(width: 40, height: 30, format: .gray8, pixels: Data(repeating: UInt8(version * 50), count: 40 * 30))
+        )
+    }
+
+    @Test(
+        "an expired variant stands while its original, revalidated, is unchanged: nothing is decoded again; a changed original makes it anew",
+        arguments: ["ETag", "Last-Modified"]
+    )
+    func variantOutlivesFreshness(validator: String) async throws {
+        let version = Countdown()
+        let conditional = Countdown()
+        let start = Date()
+        // No freshness: with ETag, max-age=0; with Last-Modified alone, a new file.
+        let origin = try await TestOrigin.start { request in
+            // A file modified after the origin's Date (a clock ahead): its age, and so its
+            // heuristic freshness, is none.
+            let tag =
+                validator == "ETag"
+                ? "\"v\(version.count)\"" : HTTPDate.format(start.addingTimeInterval(TimeInterval(60 + version.count)))
+            let asked = request.headerFields[
+                HTTPField.Name(validator == "ETag" ? "If-None-Match" : "If-Modified-Since")!
+            ]
+            let fields =
+                validator == "ETag" ? [("ETag", tag), ("Cache-Control", "max-age=0")] : [("Last-Modified", tag)]
+            if asked == tag {
+                conditional.increment()
+                return .init(status: 304, fields: fields)
+            }
+            return .init(fields: fields, data: (try? Self.picture(version.count)) ?? Data())
+        }
+        defer { origin.stop() }
+        let (pipeline, _) = try self.pipeline()
+        let url = origin.url("/photo.png")
+        let runs = Countdown()
+        let processors: [any ImageProcessing] = [Counted(runs: runs)]
+
+        let made = try await pipeline.encodedImage(for: url, processors: processors, encoding: .png)
+        #expect(made.source == .made && runs.count == 1)
+        let kept = try await pipeline.encodedImage(for: url, processors: processors, encoding: .png)
+        #expect(kept.source == .revalidated && kept.data == made.data)
+        #expect(runs.count == 1 && conditional.count == 1)
+
+        version.increment()
+        let remade = try await pipeline.encodedImage(for: url, processors: processors, encoding: .png)
+        #expect(remade.source == .made && runs.count == 2 && remade.data != made.data)
+        await pipeline.waitForBackgroundWork()
+    }
+
+    @Test(
+        "a Content-Length of a terabyte, with no size limit, is read as it comes: a clear error when it ends short, no crash"
+    )
+    func hugeDeclaredLength() async throws {
+        let origin = try await RawOrigin.start { _ in
+            RawOrigin.Reply("HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\nnot that much")
+        }
+        defer { origin.stop() }
+        let pipeline = try ImagePipeline(loader: ResourceLoader(transport: NIOTransport()), variants: nil)
+        await #expect(throws: LoadError.self) {
+            try await pipeline.encodedImage(for: origin.url("/huge.png"), encoding: .png)
+        }
+    }
+
+    @Test("a request whose caller goes while its image is decoded stops before its next processor")
+    func cancellationBetweenProcessors() async throws {
+        let origin = try await Self.smallPhotoOrigin()
+        defer { origin.stop() }
+        let (started, release) = (Countdown(), DispatchSemaphore(value: 0))
+        let runs = Countdown()
+        let (pipeline, _) = try self.pipeline()
+        let asked = Task {
+            try await pipeline.image(
+                for: origin.url("/a.png"),
+                processors: [Blocking(started: started, release: release), Counted(runs: runs)]
+            )
+        }
+        await started.wait(for: 1)
+        asked.cancel()
+        release.signal()
+        await #expect(throws: CancellationError.self) { try await asked.value }
+        await pipeline.waitForBackgroundWork()
+        #expect(runs.count == 0)
+    }
+
+    @Test("memory keeps a bitmap only while its original is fresh: without freshness, the original is revalidated")
+    func memoryHonoursFreshness() async throws {
+        let conditional = Countdown()
+        let png = try Self.picture(1)
+        let origin = try await TestOrigin.start { request in
+            let fields = [("ETag", "\"1\""), ("Cache-Control", "max-age=0")]
+            if request.headerFields[.ifNoneMatch] == "\"1\"" {
+                conditional.increment()
+                return .init(status: 304, fields: fields)
+            }
+            return .init(fields: fields, data: png)
+        }
+        defer { origin.stop() }
+        let (pipeline, _) = try self.pipeline()
+        let runs = Countdown()
+        let url = origin.url("/photo.png")
+        let first = try await pipeline.image(for: url, processors: [Counted(runs: runs)])
+        await pipeline.waitForBackgroundWork()
+        let second = try await pipeline.image(for: url, processors: [Counted(runs: runs)])
+        #expect(second == first)
+        #expect(
+            pipeline.memory.statistics.hits == 0
+                && pipeline.cachedImage(for: url, processors: [Counted(runs: runs)]) == nil
+        )
+        // The variant stood: the original was revalidated, not processed again.
+        #expect(conditional.count == 1 && runs.count == 1)
+        await pipeline.waitForBackgroundWork()
+    }
+
+    @Test("an encoded variant asked for again comes from memory, not from variants")
+    func encodedVariantsInMemory() async throws {
+        let png = try Self.picture(1)
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: png) }
+        defer { origin.stop() }
+        let (pipeline, variants) = try self.pipeline()
+        let url = origin.url("/photo.png")
+        let made = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(made.source == .made)
+        // Gone from disk: only memory can answer.
+        let key =
+            ImagePipeline.key(for: url, processors: [Thumbnail(maximumPixelSize: 8)]) + "@"
+            + ImageEncoding.png.description
+        #expect(try variants.removeValue(forKey: key))
+        let again = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(again.source == .stored && again.data == made.data)
+        // Removing the original's variants removes them from memory too.
+        _ = try pipeline.removeVariants(of: url)
+        let remade = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(remade.source == .made)
         await pipeline.waitForBackgroundWork()
     }
 

@@ -83,10 +83,10 @@ struct WebFormatTests {
     static let turnedAVIFs: [(String, width: Int, height: Int, stored: @Sendable (Int, Int) -> (Int, Int))] = [
         // A quarter turn anticlockwise: the stored right column is the top row.
         ("blocks-irot1.avif", 24, 32, { x, y in (3 - y, x) }),
-        // Mirrored about a vertical axis: left and right exchanged.
-        ("blocks-imir0.avif", 32, 24, { x, y in (3 - x, y) }),
-        // A quarter turn, then top and bottom exchanged: transposed.
-        ("blocks-irot1-imir1.avif", 24, 32, { x, y in (y, x) }),
+        // Mirrored: top and bottom exchanged.
+        ("blocks-imir0.avif", 32, 24, { x, y in (x, 2 - y) }),
+        // A quarter turn anticlockwise, then left and right exchanged (EXIF orientation 7).
+        ("blocks-irot1-imir1.avif", 24, 32, { x, y in (3 - y, 2 - x) }),
     ]
 
     @Test("an AVIF's rotation and mirror properties are applied, to its size too", arguments: 0..<3)

@@ -29,6 +29,9 @@ struct ImageEndpointTests {
             switch request.path {
             case "/photo.jpg", "/photo.jpg?v=2": .init(fields: [("Cache-Control", "max-age=600")], data: jpeg)
             case "/private.jpg": .init(fields: [("Cache-Control", "private, max-age=600")], data: jpeg)
+            case "/tagged.jpg" where request.headerFields[.ifNoneMatch] == "\"1\"":
+                .init(status: 304, fields: [("ETag", "\"1\""), ("Cache-Control", "max-age=0")])
+            case "/tagged.jpg": .init(fields: [("ETag", "\"1\""), ("Cache-Control", "max-age=0")], data: jpeg)
             case "/text": .init(fields: [("Cache-Control", "max-age=600")], body: "not an image")
             default: .init(status: 404, body: "none")
             }
@@ -97,6 +100,24 @@ struct ImageEndpointTests {
         #expect(image.headers["content-type"] == ["image/png"])
         #expect(try ImageDecoder().size(of: image.body) == (100, 50))
         #expect(origin.requests.first?.path == "/photo.jpg?v=2")
+        try await proxy.stop()
+    }
+
+    @Test(
+        "a variant of an original without freshness is kept: once the origin answers 304 for the original, it is sent again as is"
+    )
+    func revalidatedVariant() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let path = endpoint.path(for: "/tagged.jpg", options: "w64,png")
+        let made = try await proxy.send(path)
+        #expect(made.status == 200 && made.cacheStatus == "cachalot; fwd=miss")
+        #expect(made.headers["cache-control"] == ["no-store"])
+        let kept = try await proxy.send(path)
+        #expect(kept.status == 200 && kept.body == made.body)
+        #expect(kept.cacheStatus == "cachalot; fwd=stale; ttl=0; stored")
+        #expect(origin.requests.count == 2 && origin.requests.last?.headerFields[.ifNoneMatch] == "\"1\"")
         try await proxy.stop()
     }
 

@@ -5,9 +5,9 @@
 //   cc make-avif-transforms.c $(pkg-config --cflags --libs libavif) -o /tmp/make-avif-transforms
 //   /tmp/make-avif-transforms   (from this directory)
 //
-// The imir value written is the box's raw bit. ISO/IEC 23008-12 as published calls it `axis`:
-// 0 mirrors about a vertical axis (left and right exchanged), 1 about a horizontal one. (The
-// 2017 draft, and libavif before 1.0, which calls it `mode`, read the bit the other way round.)
+// The imir value written is the box's bit (ISO/IEC 23008-12:2022, 6.5.12): 0 exchanges top
+// and bottom (EXIF orientation 4), 1 left and right (EXIF 2). libavif 0.9.2 to 0.11 call the
+// field `mode`, others `axis`.
 #include <avif/avif.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static int write(const char *name, int irot, int imir) {
     }
     if (imir >= 0) {
         image->transformFlags |= AVIF_TRANSFORM_IMIR;
-#if AVIF_VERSION_MAJOR >= 1
+#if AVIF_VERSION_MAJOR >= 1 || (AVIF_VERSION_MAJOR == 0 && (AVIF_VERSION_MINOR < 9 || (AVIF_VERSION_MINOR == 9 && AVIF_VERSION_PATCH < 2)))
         image->imir.axis = (uint8_t)imir;
 #else
         image->imir.mode = (uint8_t)imir;
@@ -60,8 +60,8 @@ static int write(const char *name, int irot, int imir) {
 }
 
 int main(void) {
-    // Turned 90 degrees anticlockwise; mirrored left to right; turned 90 degrees anticlockwise,
-    // then mirrored top to bottom (a transposition).
+    // Turned 90 degrees anticlockwise; top and bottom exchanged; turned 90 degrees
+    // anticlockwise, then left and right exchanged (EXIF orientation 7).
     return write("blocks-irot1.avif", 1, -1) || write("blocks-imir0.avif", -1, 0) ||
            write("blocks-irot1-imir1.avif", 1, 1);
 }
