@@ -177,6 +177,7 @@ let package = Package(
                 "Cachalot",
                 "CCachalotCore",
                 "CCachalotImageCodecs",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strictSettings

@@ -1,3 +1,4 @@
+import Cachalot
 import Foundation
 
 /// A variant's bytes in the format asked for, as
@@ -9,9 +10,10 @@ public struct EncodedImage: Sendable, Hashable {
         case stored
         /// Made now from the original.
         case made
-        /// The pipeline's variants, made earlier and expired, kept because their original,
-        /// loaded again (and revalidated by the loader), has the same validator as when they were
-        /// made: nothing was decoded or encoded.
+        /// The pipeline's variants, made earlier and expired, kept because their original, loaded
+        /// again (and revalidated by the loader, if its rules say so), has the same bytes as when
+        /// they were made: nothing was decoded or encoded. ``EncodedImage/original`` says where
+        /// the original came from.
         case revalidated
     }
 
@@ -20,12 +22,17 @@ public struct EncodedImage: Sendable, Hashable {
     /// The format of ``data``: the one asked for, or, for stored bytes, the one their first bytes
     /// tell.
     public let format: ImageFormat
-    /// When it stops being fresh: when its original did, as it was when the variant was made.
+    /// When it stops being fresh: when its original did, as it was when the variant was made or
+    /// last found unchanged; for an original without freshness, the moment it was answered.
     /// Not after the moment it was made if the original may not be stored (`no-store`, or
     /// `private` for a shared cache's loader): such a variant is not kept.
     public let expires: Date
-    /// Whether the bytes were stored, kept after their original was revalidated, or made now.
+    /// Whether the bytes were stored, kept after their original was loaded again, or made now.
     public let source: Source
+    /// Where the original came from, when it was loaded for this answer (``Source/made`` and
+    /// ``Source/revalidated``): from the origin, revalidated, or from the loader's tiers.
+    /// `nil` for ``Source/stored``.
+    public let original: Resource.Source?
 
     /// Makes an encoded image of `data`; the pipeline makes these, and tests and fakes may too.
     ///
@@ -34,10 +41,12 @@ public struct EncodedImage: Sendable, Hashable {
     ///   - format: Their format.
     ///   - expires: When they stop being fresh.
     ///   - source: Whether they were stored or made now.
-    public init(data: Data, format: ImageFormat, expires: Date, source: Source) {
+    ///   - original: Where the original came from, if it was loaded. Default: `nil`.
+    public init(data: Data, format: ImageFormat, expires: Date, source: Source, original: Resource.Source? = nil) {
         self.data = data
         self.format = format
         self.expires = expires
         self.source = source
+        self.original = original
     }
 }

@@ -81,10 +81,12 @@ extension ImagePipeline {
                     "Purging by age needs variants in an EnumerableDataCaching, such as DiskCache; nothing was removed."
                 )
             }
-            removed += try disk.removeEntries(createdBefore: date)
+            // Memory does not know when its variants were made: it reads them from disk again.
+            let forget = { self.variantMemory.removeAll() }
+            removed += try self.removing(forgetting: forget) { () throws(CacheError) in
+                try disk.removeEntries(createdBefore: date)
+            }
         }
-        // Memory does not know when its variants were made: it reads them from disk again.
-        self.variantMemory.removeAll()
         return removed + (try await self.loader.removeResponses(storedBefore: date))
     }
 
@@ -120,20 +122,27 @@ extension ImagePipeline {
 
     /// Removes the variants whose keys `isRemoved` accepts, from memory and from `variants`.
     private func removeVariants(where isRemoved: (String) -> Bool) throws(CacheError) -> Int {
-        self.memory.removeValues { key, _ in isRemoved(key) }
-        self.variantMemory.removeValues { key, _ in isRemoved(key) }
-        guard let variants = self.variants else { return 0 }
+        let forget = {
+            self.memory.removeValues { key, _ in isRemoved(key) }
+            self.variantMemory.removeValues { key, _ in isRemoved(key) }
+        }
+        guard let variants = self.variants else {
+            try self.removing(forgetting: forget) {}
+            return 0
+        }
         guard let disk = variants as? DiskCache else {
             throw CacheError(
                 .invalidConfiguration,
                 "Removing an original's variants needs variants in a DiskCache, which lists its keys; none was removed."
             )
         }
-        var removed = 0
-        for entry in try disk.entries() where isRemoved(entry.key) {
-            if try disk.removeValue(forKey: entry.key) { removed += 1 }
+        return try self.removing(forgetting: forget) { () throws(CacheError) in
+            var removed = 0
+            for entry in try disk.entries() where isRemoved(entry.key) {
+                if try disk.removeValue(forKey: entry.key) { removed += 1 }
+            }
+            return removed
         }
-        return removed
     }
 
     /// Removes every bitmap from memory, every variant, and every response the loader stored.
@@ -141,9 +150,11 @@ extension ImagePipeline {
     /// - Throws: `CacheError` if `variants` or one of the loader's tiers could not be emptied;
     ///   memory is emptied first, whatever happens after.
     public func clearAll() async throws(CacheError) {
-        self.memory.removeAll()
-        self.variantMemory.removeAll()
-        try self.variants?.removeAll()
+        let forget = {
+            self.memory.removeAll()
+            self.variantMemory.removeAll()
+        }
+        try self.removing(forgetting: forget) { () throws(CacheError) in try self.variants?.removeAll() }
         try await self.loader.removeAllResponses()
     }
 

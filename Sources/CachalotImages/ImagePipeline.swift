@@ -13,17 +13,18 @@ import Synchronization
 /// ```
 ///
 /// What is kept where:
-/// - Memory holds bitmaps by their real cost, `bytesPerRow × height`: the original under its
-///   URL, a variant under its ``key(for:processors:)``.
+/// - Memory holds bitmaps by their real cost, `bytesPerRow × height`, while their original is
+///   fresh: the original under its URL, a variant under its ``key(for:processors:)``.
 /// - The original's bytes are kept by the loader, by HTTP's rules (a `no-store` image is not).
 /// - A variant's bytes are kept in `variants`, in ``Configuration/variantEncoding``; by default
 ///   as PNG if the source was PNG or the variant has transparency, else as JPEG at
-///   ``Configuration/jpegQuality``. A variant lasts as long as its original was fresh when it
-///   was made; after that, the original is loaded again through the loader (which revalidates
-///   it) and the variant is made again.
+///   ``Configuration/jpegQuality``. A variant is fresh as long as its original was when it was
+///   made; after that, the original is loaded again through the loader (which revalidates it),
+///   and the variant stands if the original's bytes are the same (by their SHA-256, kept with
+///   the variant), else it is made again.
 /// - ``encodedImage(for:processors:encoding:priority:)`` hands out a variant's bytes in a
 ///   format asked for (a server's or a command's output), kept in `variants` under a key of
-///   their own.
+///   their own, and in memory up to ``Configuration/variantMemoryCostLimit``.
 ///
 /// Identical requests in flight share one load, decode and processing; each caller may cancel
 /// on its own, and the work stops when the last caller goes. Decoding, processing and encoding
@@ -108,8 +109,11 @@ public final class ImagePipeline: Sendable {
     /// The decoded bitmaps, originals under their URL in key form and variants under
     /// ``key(for:processors:)``, bounded by ``Configuration/memoryCostLimit``.
     public let memory: MemoryCache<String, Bitmap>
-    /// Encoded variants, fresh or with a validator, under their keys in `variants`.
+    /// Encoded variants, as in `variants` and under the same keys.
     let variantMemory: MemoryCache<String, StoredVariant>
+    /// How many times variants were removed (see ``removing(_:)``): a variant read or made
+    /// before a removal is not kept after it.
+    private let removals = Mutex(0)
     /// The threads the pipeline's image work runs on: ``Configuration/maximumConcurrentDecodes``
     /// of them, with at most ``Configuration/maximumQueuedDecodes`` jobs waiting.
     public let workers: ImageWorkers
@@ -214,11 +218,11 @@ public final class ImagePipeline: Sendable {
     /// stored there and fresh, else made from the original and stored.
     ///
     /// Unlike ``image(for:processors:priority:)``, it keeps no bitmap in memory: what it hands out
-    /// is bytes, to send or to write. The bytes are stored if the original may be, while it is
-    /// fresh or has a validator (`ETag` or `Last-Modified`). Once they expire, the original is
-    /// loaded again (the loader revalidates it); if its validator has not changed, the stored
-    /// bytes stand, for as long as the original is now fresh (``EncodedImage/Source/revalidated``),
-    /// and nothing is decoded or encoded.
+    /// is bytes, to send or to write. The bytes are stored if the original may be, with the
+    /// digest of the original's bytes. Once they expire, the original is loaded again (the
+    /// loader revalidates it); if its bytes are the same, the stored bytes stand, for as long as
+    /// the original is now fresh (``EncodedImage/Source/revalidated``), and nothing is decoded or
+    /// encoded.
     ///
     /// - Parameters:
     ///   - url: The original image.
@@ -234,7 +238,8 @@ public final class ImagePipeline: Sendable {
         priority: ResourceLoader.Priority = .normal
     ) async throws -> EncodedImage {
         let key = Self.key(for: url, processors: processors) + "@" + encoding.description
-        let stored = self.variantMemory.value(forKey: key) ?? self.storedVariantKeptInMemory(key)
+        let epoch = self.removals.withLock { $0 }
+        let stored = self.variantMemory.value(forKey: key) ?? self.storedVariantKeptInMemory(key, epoch: epoch)
         if let stored, self.now() < stored.life.expiry, let format = ImageFormat(sniffing: stored.data) {
             return EncodedImage(data: stored.data, format: format, expires: stored.life.expiry, source: .stored)
         }
@@ -245,7 +250,8 @@ public final class ImagePipeline: Sendable {
                 processors: processors,
                 encoding: encoding,
                 priority: priority,
-                expired: stored
+                expired: stored,
+                epoch: epoch
             )
         }.value
     }
@@ -259,25 +265,41 @@ public final class ImagePipeline: Sendable {
         processors: [any ImageProcessing],
         encoding: ImageEncoding,
         priority: ResourceLoader.Priority,
-        expired: StoredVariant?
+        expired: StoredVariant?,
+        epoch: Int
     ) async throws -> EncodedImage {
         let resource = try await self.original(url, priority: priority)
-        let life = self.life(of: resource, url: url)
-        if let expired, let life, expired.life.stands(for: life), let format = ImageFormat(sniffing: expired.data) {
-            try? self.variants?.set(expired.data, forKey: key, metadata: life.metadata)
-            self.keepVariant((expired.data, life), forKey: key)
-            return EncodedImage(data: expired.data, format: format, expires: life.expiry, source: .revalidated)
+        let expiry = self.expiry(of: resource, url: url)
+        if let expired, let life = try await self.standingLife(of: expired, original: resource, expiry: expiry),
+            let format = ImageFormat(sniffing: expired.data)
+        {
+            self.keep((expired.data, life), forKey: key, replacing: expired.life, since: epoch)
+            return EncodedImage(
+                data: expired.data,
+                format: format,
+                expires: life.expiry,
+                source: .revalidated,
+                original: resource.source
+            )
         }
-        let bitmap = try await self.processed(resource.body, processors)
+        let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
+        let life = expiry.map { VariantLife(expiry: $0, original: digest) }
         // Callers that have all gone by now get no encoding: a cancelled task's job never runs.
         let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(bitmap, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
         if let life, life.isKept(at: self.now()) {
-            try? self.variants?.set(data, forKey: key, metadata: life.metadata)
-            self.keepVariant((data, life), forKey: key)
+            self.keep((data, life), forKey: key, replacing: nil, since: epoch)
+        } else if expired != nil {
+            self.removing(key)
         }
-        return EncodedImage(data: data, format: encoding.format, expires: life?.expiry ?? self.now(), source: .made)
+        return EncodedImage(
+            data: data,
+            format: encoding.format,
+            expires: life?.expiry ?? self.now(),
+            source: .made,
+            original: resource.source
+        )
     }
 
     /// What one flight of ``image(for:processors:priority:)`` does: the variant from disk if it
@@ -290,24 +312,31 @@ public final class ImagePipeline: Sendable {
         priority: ResourceLoader.Priority,
         run: Flights<String, Bitmap>.Run
     ) async throws -> Bitmap {
+        let epoch = self.removals.withLock { $0 }
         let stored = processors.isEmpty ? nil : self.storedVariant(key)
-        if let stored, self.now() < stored.life.expiry {
-            return try await self.decodedVariant(stored.data, key: key, life: stored.life)
+        if let stored, self.now() < stored.life.expiry,
+            let bitmap = try await self.decodedVariant(stored.data, key: key, life: stored.life, since: epoch)
+        {
+            return bitmap
         }
         let resource = try await self.original(url, priority: priority)
-        let life = self.life(of: resource, url: url)
-        if let stored, let life, stored.life.stands(for: life) {
-            try? self.variants?.set(stored.data, forKey: key, metadata: life.metadata)
-            return try await self.decodedVariant(stored.data, key: key, life: life)
+        let expiry = self.expiry(of: resource, url: url)
+        if let stored, let life = try await self.standingLife(of: stored, original: resource, expiry: expiry),
+            let bitmap = try await self.decodedVariant(stored.data, key: key, life: life, since: epoch)
+        {
+            self.keep(nil, forKey: key, replacing: stored.life, life: life, since: epoch)
+            return bitmap
         }
-        let bitmap = try await self.processed(resource.body, processors)
-        self.keep(bitmap, forKey: key, life: life)
+        let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
+        let life = expiry.map { VariantLife(expiry: $0, original: digest) }
+        self.keep(bitmap, forKey: key, life: life, since: epoch)
+        if stored != nil, life == nil { self.removing(key) }
         if !processors.isEmpty, let life, life.isKept(at: self.now()) {
             let isPNG = ImageFormat(sniffing: resource.body) == .png
             let (variantEncoding, quality) = (self.configuration.variantEncoding, self.configuration.jpegQuality)
             // Encoded and written once the callers have the bitmap, on an image thread: looking
             // for transparency reads every pixel.
-            self.store(key, life: life, after: run) {
+            self.store(key, life: life, since: epoch, after: run) {
                 let encoding =
                     variantEncoding ?? (isPNG || bitmap.hasTransparency ? .png : .jpeg(quality: quality))
                 return try? ImageEncoder.encode(bitmap, as: encoding)
@@ -316,29 +345,108 @@ public final class ImagePipeline: Sendable {
         return bitmap
     }
 
-    /// A stored variant's bytes decoded, and kept in memory while `life` says it is fresh.
-    private func decodedVariant(_ data: Data, key: String, life: VariantLife) async throws -> Bitmap {
+    /// A stored variant's bytes decoded, and kept in memory while `life` says it is fresh; `nil`
+    /// if they no longer decode (a lower pixel limit, say), and the variant is removed, to be made
+    /// again.
+    private func decodedVariant(_ data: Data, key: String, life: VariantLife, since epoch: Int) async throws -> Bitmap?
+    {
         let decoder = self.configuration.decoder
-        let bitmap = try await self.decoded { try decoder.decode(data) }
-        self.keep(bitmap, forKey: key, life: life)
-        return bitmap
-    }
-
-    /// Keeps `bitmap` in memory for as long as its original is fresh, by `life`: not at all
-    /// without freshness, or for an original that may not be stored.
-    private func keep(_ bitmap: Bitmap, forKey key: String, life: VariantLife?) {
-        let remaining = life.map { $0.expiry.timeIntervalSince(self.now()) } ?? 0
-        guard remaining > 0 else {
-            self.memory.removeValue(forKey: key)
-            return
+        do {
+            let bitmap = try await self.decoded { try decoder.decode(data) }
+            self.keep(bitmap, forKey: key, life: life, since: epoch)
+            return bitmap
+        } catch is ImageError {
+            self.removing(key)
+            return nil
         }
-        try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost, timeToLive: .seconds(remaining))
     }
 
-    /// Keeps an encoded variant in memory, where ``encodedImage(for:processors:encoding:priority:)``
-    /// looks first: fresh or not, as in `variants`.
-    private func keepVariant(_ variant: StoredVariant, forKey key: String) {
-        try? self.variantMemory.set(variant, forKey: key, cost: variant.data.count)
+    /// Keeps `bitmap` in memory for as long as its original is fresh, by `life` (not at all
+    /// without freshness, or for an original that may not be stored), and with `replacing`,
+    /// the stored variant's new life in `variants`: unless variants were removed since `epoch`.
+    private func keep(
+        _ bitmap: Bitmap?,
+        forKey key: String,
+        replacing old: VariantLife? = nil,
+        life: VariantLife?,
+        since epoch: Int
+    ) {
+        // At most what a max-age can say, so that the memory tier's clock cannot overflow.
+        let remaining = min(life.map { $0.expiry.timeIntervalSince(self.now()) } ?? 0, TimeInterval(Int32.max))
+        self.ifNotRemoved(since: epoch) {
+            if let old, let life, life.expiry > old.expiry, let variants = self.variants,
+                let entry = try? variants.entry(forKey: key)
+            {
+                try? variants.set(entry.data, forKey: key, metadata: life.metadata)
+            }
+            guard let bitmap else { return }
+            guard remaining > 0 else {
+                self.memory.removeValue(forKey: key)
+                return
+            }
+            try? self.memory.set(bitmap, forKey: key, cost: bitmap.cost, timeToLive: .seconds(remaining))
+        }
+    }
+
+    /// Writes an encoded variant to `variants` and keeps it in memory, where
+    /// ``encodedImage(for:processors:encoding:priority:)`` looks first: unless variants were
+    /// removed since `epoch`. An expired variant that stands (`replacing` its old life) is
+    /// written again only if its new life is longer.
+    private func keep(_ variant: StoredVariant, forKey key: String, replacing old: VariantLife?, since epoch: Int) {
+        self.ifNotRemoved(since: epoch) {
+            if old.map({ variant.life.expiry > $0.expiry }) ?? true {
+                try? self.variants?.set(variant.data, forKey: key, metadata: variant.life.metadata)
+            }
+            try? self.variantMemory.set(variant, forKey: key, cost: variant.data.count)
+        }
+    }
+
+    /// Runs `keep` unless variants were removed since `epoch`, with removals held off until it
+    /// is done: a variant read or made before a purge never lands after it.
+    private func ifNotRemoved(since epoch: Int, _ keep: () -> Void) {
+        self.removals.withLock { removals in
+            guard removals == epoch else { return }
+            keep()
+        }
+    }
+
+    /// Removes what is kept for `key`: the variant no longer stands.
+    private func removing(_ key: String) {
+        let forget = {
+            self.memory.removeValue(forKey: key)
+            self.variantMemory.removeValue(forKey: key)
+        }
+        try? self.removing(forgetting: forget) { () throws(CacheError) in
+            _ = try self.variants?.removeValue(forKey: key)
+        }
+    }
+
+    /// Removes variants from `variants` with `remove`, and from memory with `forget`, so that
+    /// none read or made before is kept after: the count of removals moves on before and after
+    /// (a variant read or made before either is not kept), and `forget` runs at both moments,
+    /// while no variant is being kept.
+    func removing<Result>(
+        forgetting forget: () -> Void,
+        _ remove: () throws(CacheError) -> Result
+    ) throws(CacheError) -> Result {
+        self.removals.withLock { removals in
+            removals += 1
+            forget()
+        }
+        defer {
+            self.removals.withLock { removals in
+                removals += 1
+                forget()
+            }
+        }
+        return try remove()
+    }
+
+    /// Whether `response` says `no-cache` (unqualified): a stored copy is revalidated before
+    /// each use.
+    private static func requiresRevalidation(_ response: HTTPResponse) -> Bool {
+        let directives = CacheControl(response.headerFields[values: .cacheControl])
+        return directives.isNoCache && directives.noCacheFields.isEmpty
     }
 
     /// The original at `url`, from the pipeline's loader, as the pipeline reads it before
@@ -384,6 +492,7 @@ public final class ImagePipeline: Sendable {
     private func store(
         _ key: String,
         life: VariantLife,
+        since epoch: Int,
         after run: Flights<String, Bitmap>.Run,
         _ encode: @escaping @Sendable () -> Data?
     ) {
@@ -393,16 +502,22 @@ public final class ImagePipeline: Sendable {
             workers.start {
                 defer { pending.end() }
                 guard let bytes = encode() else { return }
-                try? variants.set(bytes, forKey: key, metadata: life.metadata)
+                self.ifNotRemoved(since: epoch) { try? variants.set(bytes, forKey: key, metadata: life.metadata) }
             }
         }
     }
 
     /// Decodes `body` on an image thread, at the smallest size the first processor allows, and
-    /// processes it; stops between steps once every caller has gone.
-    private func processed(_ body: Data, _ processors: [any ImageProcessing]) async throws -> Bitmap {
+    /// processes it; stops between steps once every caller has gone. With `digesting`, the
+    /// same job takes the digest of `body`, which the variant's life keeps.
+    private func processed(
+        _ body: Data,
+        _ processors: [any ImageProcessing],
+        digesting: Bool
+    ) async throws -> (Bitmap, digest: String?) {
         let decoder = self.configuration.decoder
         return try await self.workers.run(first: false) { cancellation in
+            let digest = digesting ? VariantLife.digest(of: body) : nil
             var scale = 1.0
             if let first = processors.first {
                 let size = try decoder.size(of: body)
@@ -413,8 +528,22 @@ public final class ImagePipeline: Sendable {
                 try cancellation.check()
                 bitmap = try processor.process(bitmap)
             }
-            return bitmap
+            return (bitmap, digest)
         }
+    }
+
+    /// The life of a stored `variant` whose original, loaded again, is `original`, with
+    /// `expiry` if it may be stored: `nil` if the variant does not stand for it (other bytes,
+    /// or no longer to be stored). Hashing the original is image work, on an image thread.
+    private func standingLife(
+        of variant: StoredVariant,
+        original: Resource,
+        expiry: Date?
+    ) async throws -> VariantLife? {
+        guard let expiry, let made = variant.life.original else { return nil }
+        let body = original.body
+        let digest = try await self.workers.run { VariantLife.digest(of: body) }
+        return digest == made ? VariantLife(expiry: expiry, original: digest) : nil
     }
 
     /// Runs image work on ``workers`` when a thread is free, unless the flight is cancelled
@@ -428,10 +557,15 @@ public final class ImagePipeline: Sendable {
     /// A variant in `variants`: its bytes, and how long it stands.
     typealias StoredVariant = (data: Data, life: VariantLife)
 
-    /// The stored variant for `key`, fresh or not, kept in memory from now on.
-    private func storedVariantKeptInMemory(_ key: String) -> StoredVariant? {
+    /// The stored variant for `key`, fresh or not, kept in memory from now on if it is worth
+    /// keeping (see ``VariantLife/isKept(at:)``) and no variant was removed since `epoch`.
+    private func storedVariantKeptInMemory(_ key: String, epoch: Int) -> StoredVariant? {
         guard let stored = self.storedVariant(key) else { return nil }
-        self.keepVariant(stored, forKey: key)
+        if stored.life.isKept(at: self.now()) {
+            self.ifNotRemoved(since: epoch) {
+                try? self.variantMemory.set(stored, forKey: key, cost: stored.data.count)
+            }
+        }
         return stored
     }
 
@@ -442,20 +576,20 @@ public final class ImagePipeline: Sendable {
         return (entry.data, life)
     }
 
-    /// How long a variant made now from `resource` stands: its expiry is when the original
-    /// stops being fresh, its validator the original's. `nil` for an original the loader's rules
-    /// keep from being stored (`no-store`, or `private` for a shared cache's loader): a variant
-    /// of it is not kept.
-    private func life(of resource: Resource, url: URL) -> VariantLife? {
+    /// When a variant made now from `resource` expires: when the original stops being fresh
+    /// (at once for `no-cache`). `nil` for an original the loader's rules keep from being
+    /// stored (`no-store`, or `private` for a shared cache's loader): a variant of it is not
+    /// kept.
+    private func expiry(of resource: Resource, url: URL) -> Date? {
         let now = self.now()
         let request = HTTPRequest(method: .get, url: url)
         let rules = self.loader.configuration.rules
         guard rules.canStore(resource.response, for: request) else { return nil }
         let stored = StoredResponse(request: request, response: resource.response, requestTime: now, responseTime: now)
-        let remaining = stored.freshnessLifetime(isShared: rules.isShared) - stored.age(at: now)
-        return VariantLife(
-            expiry: now.addingTimeInterval(max(0, remaining)),
-            validator: VariantLife.validator(of: resource.response)
-        )
+        // `no-cache`: the loader revalidates the original before each use; so is the variant.
+        let remaining =
+            Self.requiresRevalidation(resource.response)
+            ? 0 : stored.freshnessLifetime(isShared: rules.isShared) - stored.age(at: now)
+        return now.addingTimeInterval(max(0, remaining))
     }
 }

@@ -1,58 +1,73 @@
+import Crypto
 import Foundation
-import HTTPTypes
 
 /// How long a variant stands, kept in its metadata: until its original stops being fresh, and
-/// after that for as long as the original, loaded again (and so revalidated by the loader), has
-/// not changed, as its validator tells.
+/// after that for as long as the original, loaded again (and so revalidated by the loader), is
+/// the same: the same bytes, by their SHA-256.
 ///
-/// An origin that sends only `Last-Modified` for a new file gives it no freshness worth the
-/// name (a tenth of its age); a variant of it is still kept, and made again only when the
-/// original changes.
+/// The bytes decide, not the original's validators: a weak `ETag`, or a `Last-Modified` of one
+/// second's resolution, can stay the same across a change. An origin that sends a new file with
+/// `Last-Modified` alone gives it no freshness worth the name (a tenth of its age); a variant of
+/// it is still kept, and made again only when the original changes.
 struct VariantLife: Sendable, Equatable {
     /// When the variant stops being fresh: when its original did.
     var expiry: Date
-    /// The original's validator: `E` and its `ETag`, else `L` and its `Last-Modified`; `nil`
-    /// without either.
-    var validator: String?
+    /// The SHA-256 of the original's bytes, in hexadecimal; `nil` in metadata written before
+    /// it was kept.
+    var original: String?
 
-    init(expiry: Date, validator: String?) {
-        self.expiry = expiry
-        self.validator = validator
+    /// The latest expiry kept: the end of year 9999, as far as HTTP dates go.
+    static let latestExpiry = Date(timeIntervalSince1970: 253_402_300_799)
+
+    init(expiry: Date, original: String?) {
+        self.expiry = min(expiry, Self.latestExpiry)
+        self.original = original
     }
 
-    /// The validator of `response`, as kept.
-    static func validator(of response: HTTPResponse) -> String? {
-        if let tag = response.headerFields[.eTag], !tag.isEmpty { return "E" + tag }
-        if let date = response.headerFields[.lastModified], !date.isEmpty { return "L" + date }
-        return nil
+    /// The identity of an original's bytes.
+    static func digest(of body: Data) -> String {
+        SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Whether a variant with this life is worth keeping at `now`: while it is fresh, or after,
-    /// if there is a validator to tell whether its original changed.
+    /// if its original's bytes are known, to tell whether it changed.
     func isKept(at now: Date) -> Bool {
-        self.expiry > now || self.validator != nil
+        self.expiry > now || self.original != nil
     }
 
-    /// Whether a variant with this life still stands for an original whose life is `original`:
-    /// both have the same validator.
-    func stands(for original: VariantLife) -> Bool {
-        self.validator != nil && self.validator == original.validator
+    /// Whether a variant with this life still stands for an original whose life is `current`:
+    /// made from the same bytes.
+    func stands(for current: VariantLife) -> Bool {
+        self.original != nil && self.original == current.original
     }
 
-    /// As kept in a variant's metadata: `CIV1`, the expiry in whole seconds since 1970, then a
-    /// space and the validator if there is one. Metadata written before validators were kept
-    /// read back without one.
+    /// As kept in a variant's metadata: `CIV2`, the expiry in whole seconds since 1970, then a
+    /// space and the original's digest if it is known. `CIV1` metadata, written before, has the
+    /// expiry alone.
     var metadata: Data {
-        Data(("CIV1 \(Int64(self.expiry.timeIntervalSince1970))" + (self.validator.map { " " + $0 } ?? "")).utf8)
+        let seconds = Int64(self.expiry.timeIntervalSince1970.rounded(.down))
+        return Data(("CIV2 \(seconds)" + (self.original.map { " " + $0 } ?? "")).utf8)
     }
 
-    /// The life kept in `metadata`, or `nil` if it is not one.
+    /// The life kept in `metadata`, or `nil` if it is not one. The disk may have been written by
+    /// anyone: an expiry outside 1970 to 9999 or a digest that is not 64 hexadecimal digits is
+    /// not one.
     init?(metadata: Data) {
+        guard metadata.count <= 128 else { return nil }
         let text = String(decoding: metadata, as: UTF8.self)
-        guard text.hasPrefix("CIV1 ") else { return nil }
-        let fields = text.dropFirst(5).split(separator: " ", maxSplits: 1)
-        guard let first = fields.first, let seconds = Int64(first) else { return nil }
+        let fields = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count >= 2, fields[0] == "CIV1" || fields[0] == "CIV2", let seconds = Int64(fields[1]),
+            (0...Int64(Self.latestExpiry.timeIntervalSince1970)).contains(seconds)
+        else { return nil }
         self.expiry = Date(timeIntervalSince1970: TimeInterval(seconds))
-        self.validator = fields.count > 1 ? String(fields[1]) : nil
+        self.original = nil
+        if fields[0] == "CIV2", fields.count == 3 {
+            let digest = fields[2]
+            let isHexadecimal = digest.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            guard digest.utf8.count == 64, isHexadecimal else { return nil }
+            self.original = String(digest)
+        } else if fields.count != 2 {
+            return nil
+        }
     }
 }

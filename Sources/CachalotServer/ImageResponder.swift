@@ -100,7 +100,8 @@ struct ImageResponder: Sendable {
             let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
             var response = HTTPResponse(status: .ok)
             response.headerFields[.contentType] = encoded.format.mediaType
-            // A variant of an original not to be stored is not stored either, here or after.
+            // Downstream stores a variant only while it is fresh: it has no validator of its own
+            // to be revalidated by.
             response.headerFields[.cacheControl] = timeToLive > 0 ? "public, max-age=\(timeToLive)" : "no-store"
             if image.format == nil { response.headerFields[.vary] = "Accept" }
             var cacheStatus = CacheStatus(name: self.server.configuration.name)
@@ -109,10 +110,20 @@ struct ImageResponder: Sendable {
                 cacheStatus.hit = true
                 cacheStatus.timeToLive = timeToLive
             case .revalidated:
-                // Stored, expired, and kept: the original had not changed.
-                cacheStatus.forward = "stale"
+                // Stored, expired, and kept: the original, loaded again, had not changed. Only a
+                // trip to the origin is a forward.
+                switch encoded.original {
+                case .memory?, .disk?, .shared?:
+                    cacheStatus.hit = true
+                case .revalidated?:
+                    cacheStatus.forward = "stale"
+                    cacheStatus.forwardStatus = 304
+                    cacheStatus.stored = true
+                default:
+                    cacheStatus.forward = "stale"
+                    cacheStatus.stored = true
+                }
                 cacheStatus.timeToLive = timeToLive
-                cacheStatus.stored = true
             case .made where timeToLive > 0:
                 cacheStatus.forward = "miss"
                 cacheStatus.timeToLive = timeToLive

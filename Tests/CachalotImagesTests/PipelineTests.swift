@@ -360,6 +360,70 @@ struct PipelineTests {
         #expect(runs.count == 0)
     }
 
+    @Test("a variant does not stand for an original whose bytes changed behind the same validator")
+    func sameValidatorNewBytes() async throws {
+        let version = Countdown()
+        // An origin that ignores conditional requests and keeps its ETag across a change.
+        let origin = try await TestOrigin.start { _ in
+            .init(
+                fields: [("ETag", "W/\"1\""), ("Cache-Control", "max-age=0")],
+                data: (try? Self.picture(version.count)) ?? Data()
+            )
+        }
+        defer { origin.stop() }
+        let (pipeline, _) = try self.pipeline()
+        let url = origin.url("/photo.png")
+        let made = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        let same = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(same.source == .revalidated && same.original == .network && same.data == made.data)
+        version.increment()
+        let changed = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(changed.source == .made && changed.data != made.data)
+        await pipeline.waitForBackgroundWork()
+    }
+
+    @Test("a variant of a no-cache original expires at once, whatever the original's age: it is revalidated each time")
+    func noCacheOriginal() async throws {
+        let conditional = Countdown()
+        let png = try Self.picture(1)
+        let origin = try await TestOrigin.start { request in
+            let fields = [("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"), ("Cache-Control", "no-cache")]
+            if request.headerFields[.ifModifiedSince] != nil {
+                conditional.increment()
+                return .init(status: 304, fields: fields)
+            }
+            return .init(fields: fields, data: png)
+        }
+        defer { origin.stop() }
+        let (pipeline, _) = try self.pipeline()
+        let url = origin.url("/photo.png")
+        let made = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(made.source == .made && made.expires <= Date())
+        let kept = try await pipeline.encodedImage(
+            for: url,
+            processors: [Thumbnail(maximumPixelSize: 8)],
+            encoding: .png
+        )
+        #expect(kept.source == .revalidated && kept.original == .revalidated && conditional.count == 1)
+        await pipeline.waitForBackgroundWork()
+    }
+
     @Test("memory keeps a bitmap only while its original is fresh: without freshness, the original is revalidated")
     func memoryHonoursFreshness() async throws {
         let conditional = Countdown()
@@ -444,10 +508,14 @@ struct PipelineTests {
         await pipeline.waitForBackgroundWork()
     }
 
-    @Test("a variant lasts as long as its original was fresh; then it is made again from the origin")
+    @Test(
+        "a variant lasts as long as its original was fresh; then it stands if the original is the same, else it is made again"
+    )
     func variantExpiry() async throws {
-        let png = try ImageEncoder.png(Images.photo(width: 100, height: 100))
-        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: png) }
+        let version = Countdown()
+        let origin = try await TestOrigin.start { _ in
+            .init(fields: [("Cache-Control", "max-age=60")], data: (try? Self.picture(version.count)) ?? Data())
+        }
         defer { origin.stop() }
         let clock = ManualWallClock()
         let url = origin.url("/icon.png")
@@ -461,11 +529,19 @@ struct PipelineTests {
         let (second, _) = try self.pipeline(now: { clock.now })
         _ = try await second.image(for: url, processors: [Counted(runs: runs)])
         #expect(runs.count == 1)
-        // After it, the variant is made again.
+        // After it, the original is loaded again: the same, the variant stands.
         clock.advance(by: 60)
         let (third, _) = try self.pipeline(now: { clock.now })
         _ = try await third.image(for: url, processors: [Counted(runs: runs)])
+        #expect(runs.count == 1)
+        // Changed (and the loader's copy of the original gone, as once it is stale), it is
+        // made again.
+        version.increment()
+        try DiskCache(directory: self.directory.url.appending(path: "originals")).removeAll()
+        clock.advance(by: 61)
+        let (fourth, _) = try self.pipeline(now: { clock.now })
+        _ = try await fourth.image(for: url, processors: [Counted(runs: runs)])
         #expect(runs.count == 2)
-        await third.waitForBackgroundWork()
+        await fourth.waitForBackgroundWork()
     }
 }

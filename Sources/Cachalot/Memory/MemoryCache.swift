@@ -195,7 +195,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: @unch
         } else {
             lifetime = self.defaultTimeToLive
         }
-        let expiry = lifetime.map { self.ticks.read().addingReportingOverflow($0).partialValue } ?? .max
+        // A time-to-live past what the ticks hold (292 years) never ends; it does not wrap around.
+        let expiry =
+            lifetime.map { lifetime in
+                let (sum, overflows) = self.ticks.read().addingReportingOverflow(lifetime)
+                return overflows ? .max : sum
+            } ?? .max
         self.withExclusiveAccess(toShard: self.shardIndex(for: hash)) { state in
             state.set(value, forKey: key, hash: hash, cost: cost, expiry: expiry, ticks: self.ticks)
         }

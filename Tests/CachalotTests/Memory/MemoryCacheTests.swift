@@ -202,6 +202,15 @@ struct MemoryCacheTests {
         #expect(cache.value(forKey: 2) == 2)
     }
 
+    @Test("a time-to-live of a thousand years keeps the entry: the clock's ticks do not wrap around")
+    func longTimeToLive() throws {
+        let clock = ManualClock()
+        let cache = try self.makeCache(clock: clock)
+        try cache.set(1, forKey: 1, timeToLive: .seconds(1_000 * 365 * 86_400))
+        clock.advance(by: .seconds(86_400))
+        #expect(cache.value(forKey: 1) == 1)
+    }
+
     @Test("setting a key again restarts its time-to-live")
     func replacingRestartsTimeToLive() throws {
         let clock = ManualClock()
