@@ -28,6 +28,7 @@ struct ImageResponder: Sendable {
         } catch let refusal as Refusal {
             status = refusal.status
             answer = self.refusal(refusal)
+            if refusal.status == .serviceUnavailable { self.server.metrics?.imageRefusedAsBusy() }
         }
         status = answer.response.status
         let cacheStatus = answer.response.headerFields[.cacheStatus] ?? ""

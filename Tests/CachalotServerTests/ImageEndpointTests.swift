@@ -4,6 +4,7 @@ import CachalotTestOrigin
 import CachalotTesting
 import Foundation
 import HTTPTypes
+import MetricsTestKit
 import NIOHTTP1
 import Testing
 
@@ -129,7 +130,11 @@ struct ImageEndpointTests {
         var endpoint = try self.endpoint()
         endpoint.threads = 1
         endpoint.queueLimit = 1
-        let proxy = try await self.proxy(origin, endpoint)
+        let metrics = TestMetrics()
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.images = endpoint
+            $0.metrics = MetricsConfiguration(label: "cachalot_proxy", factory: metrics)
+        }
         let workers = try #require(proxy.server.images?.1.workers)
         // A proxied GET, cached before the image thread is taken.
         #expect(try await proxy.send("/text").status == 200)
@@ -150,6 +155,7 @@ struct ImageEndpointTests {
         #expect(refused.status == 503)
         #expect(refused.headers["retry-after"] == ["1"])
         #expect(refused.cacheStatus == "cachalot; detail=images-busy")
+        #expect(try metrics.expectCounter("cachalot_proxy_images_busy").lastValue == 1)
         gate.open()
         try await holding.value
         let made = try await waiting.value
