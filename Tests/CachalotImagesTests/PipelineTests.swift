@@ -281,6 +281,27 @@ struct PipelineTests {
         )
     }
 
+    /// An origin that answers `data` with `fields`, and 304 with them to a conditional request
+    /// (`If-None-Match` or `If-Modified-Since`), counted.
+    static func revalidatingOrigin(
+        _ fields: [(String, String)],
+        _ data: Data,
+        counting conditional: Countdown
+    ) async throws -> TestOrigin {
+        try await TestOrigin.start { request in
+            guard request.headerFields[.ifNoneMatch] != nil || request.headerFields[.ifModifiedSince] != nil else {
+                return .init(fields: fields, data: data)
+            }
+            conditional.increment()
+            return .init(status: 304, fields: fields)
+        }
+    }
+
+    /// An 8-pixel PNG thumbnail of `url`, by `pipeline`.
+    static func thumbnail(_ url: URL, by pipeline: ImagePipeline) async throws -> EncodedImage {
+        try await pipeline.encodedImage(for: url, processors: [Thumbnail(maximumPixelSize: 8)], encoding: .png)
+    }
+
     @Test(
         "an expired variant stands while its original, revalidated, is unchanged: nothing is decoded again; a changed original makes it anew",
         arguments: ["ETag", "Last-Modified"]
@@ -373,23 +394,11 @@ struct PipelineTests {
         defer { origin.stop() }
         let (pipeline, _) = try self.pipeline()
         let url = origin.url("/photo.png")
-        let made = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
-        let same = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let made = try await Self.thumbnail(url, by: pipeline)
+        let same = try await Self.thumbnail(url, by: pipeline)
         #expect(same.source == .revalidated && same.original == .network && same.data == made.data)
         version.increment()
-        let changed = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let changed = try await Self.thumbnail(url, by: pipeline)
         #expect(changed.source == .made && changed.data != made.data)
         await pipeline.waitForBackgroundWork()
     }
@@ -398,28 +407,17 @@ struct PipelineTests {
     func noCacheOriginal() async throws {
         let conditional = Countdown()
         let png = try Self.picture(1)
-        let origin = try await TestOrigin.start { request in
-            let fields = [("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"), ("Cache-Control", "no-cache")]
-            if request.headerFields[.ifModifiedSince] != nil {
-                conditional.increment()
-                return .init(status: 304, fields: fields)
-            }
-            return .init(fields: fields, data: png)
-        }
+        let origin = try await Self.revalidatingOrigin(
+            [("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"), ("Cache-Control", "no-cache")],
+            png,
+            counting: conditional
+        )
         defer { origin.stop() }
         let (pipeline, _) = try self.pipeline()
         let url = origin.url("/photo.png")
-        let made = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let made = try await Self.thumbnail(url, by: pipeline)
         #expect(made.source == .made && made.expires <= Date())
-        let kept = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let kept = try await Self.thumbnail(url, by: pipeline)
         #expect(kept.source == .revalidated && kept.original == .revalidated && conditional.count == 1)
         await pipeline.waitForBackgroundWork()
     }
@@ -428,14 +426,11 @@ struct PipelineTests {
     func memoryHonoursFreshness() async throws {
         let conditional = Countdown()
         let png = try Self.picture(1)
-        let origin = try await TestOrigin.start { request in
-            let fields = [("ETag", "\"1\""), ("Cache-Control", "max-age=0")]
-            if request.headerFields[.ifNoneMatch] == "\"1\"" {
-                conditional.increment()
-                return .init(status: 304, fields: fields)
-            }
-            return .init(fields: fields, data: png)
-        }
+        let origin = try await Self.revalidatingOrigin(
+            [("ETag", "\"1\""), ("Cache-Control", "max-age=0")],
+            png,
+            counting: conditional
+        )
         defer { origin.stop() }
         let (pipeline, _) = try self.pipeline()
         let runs = Countdown()
@@ -460,30 +455,18 @@ struct PipelineTests {
         defer { origin.stop() }
         let (pipeline, variants) = try self.pipeline()
         let url = origin.url("/photo.png")
-        let made = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let made = try await Self.thumbnail(url, by: pipeline)
         #expect(made.source == .made)
         // Gone from disk: only memory can answer.
         let key =
             ImagePipeline.key(for: url, processors: [Thumbnail(maximumPixelSize: 8)]) + "@"
             + ImageEncoding.png.description
         #expect(try variants.removeValue(forKey: key))
-        let again = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let again = try await Self.thumbnail(url, by: pipeline)
         #expect(again.source == .stored && again.data == made.data)
         // Removing the original's variants removes them from memory too.
         _ = try pipeline.removeVariants(of: url)
-        let remade = try await pipeline.encodedImage(
-            for: url,
-            processors: [Thumbnail(maximumPixelSize: 8)],
-            encoding: .png
-        )
+        let remade = try await Self.thumbnail(url, by: pipeline)
         #expect(remade.source == .made)
         await pipeline.waitForBackgroundWork()
     }
