@@ -6,8 +6,9 @@
  *       their longest side: vips_thumbnail_buffer (which shrinks on load where the format
  *       allows: JPEG by 2, 4 or 8 in libjpeg, WebP in libwebp's scaled decode) and
  *       vips_image_write_to_memory, so that the pixels are really computed. Prints the median
- *       seconds of one thumbnail, as ThumbnailTimer does; with OUT, writes the last thumbnail
- *       there (for example out.png) to check it.
+ *       seconds of one thumbnail, as ThumbnailTimer does, then on a second line the most memory
+ *       the process held (its peak resident set after exec, file included, in bytes); with OUT,
+ *       writes the last thumbnail there (for example out.png) to check it.
  *   vips-timer encode FILE RUNS FORMAT OUT
  *       Loads FILE (a small picture) into memory once, then times RUNS encodings of it by
  *       vips_image_write_to_buffer with FORMAT, a suffix with options such as ".webp[Q=90]";
@@ -38,6 +39,19 @@ static double median(double *times, int count) {
 static int fail(const char *what) {
     fprintf(stderr, "vips-timer: %s: %s\n", what, vips_error_buffer());
     return 1;
+}
+
+/* The process's peak resident set since exec, in bytes (Linux's VmHWM); 0 if unknown. */
+static long long peak_memory(void) {
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kilobytes = 0;
+    while (status && fgets(line, sizeof line, status))
+        if (sscanf(line, "VmHWM: %lld kB", &kilobytes) == 1)
+            break;
+    if (status)
+        fclose(status);
+    return kilobytes * 1024;
 }
 
 static int thumbnail(const char *file, int runs, int size, const char *out) {
@@ -75,7 +89,7 @@ static int thumbnail(const char *file, int runs, int size, const char *out) {
         g_free(pixels);
         g_object_unref(image);
     }
-    printf("%.9f\n", median(times, runs));
+    printf("%.9f\n%lld\n", median(times, runs), peak_memory());
     g_free(times);
     g_free(data);
     return 0;

@@ -1,4 +1,5 @@
 #include "ImageCodecs.h"
+#include "reducer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,48 +78,96 @@ static int read_extension(GifFileType *gif, int code, GifByteType *block, contro
     return GIF_OK;
 }
 
-/// Draws the frame giflib is about to read onto `canvas`, row by row (interlaced or not), clipped
-/// to the canvas, skipping the transparent index.
+/// The colors of the frame giflib just read the descriptor of, as RGBA by index: an index past
+/// the color table shows as opaque black, as browsers show it.
+static void frame_colors(const GifFileType *gif, uint8_t colors[256][4]) {
+    const ColorMapObject *map = gif->Image.ColorMap ? gif->Image.ColorMap : gif->SColorMap;
+    for (int index = 0; index < 256; index++) {
+        int known = index < map->ColorCount;
+        colors[index][0] = known ? map->Colors[index].Red : 0;
+        colors[index][1] = known ? map->Colors[index].Green : 0;
+        colors[index][2] = known ? map->Colors[index].Blue : 0;
+        colors[index][3] = 255;
+    }
+}
+
+/// Paints one line of the frame's color indices onto its row of the canvas, clipped to the
+/// canvas, skipping the transparent index.
+static void paint_line(
+    const GifFileType *gif, uint8_t *canvas_row, const uint8_t *indices, const uint8_t colors[256][4],
+    int transparent) {
+    const GifImageDesc *desc = &gif->Image;
+    int count = desc->Left >= gif->SWidth                    ? 0
+                : desc->Left + desc->Width > gif->SWidth ? gif->SWidth - desc->Left
+                                                             : desc->Width;
+    uint8_t *to = canvas_row + (size_t)desc->Left * 4;
+    for (int x = 0; x < count; x++) {
+        if (indices[x] != transparent) {
+            memcpy(to + (size_t)x * 4, colors[indices[x]], 4);
+        }
+    }
+}
+
+/// The first line, and the step between lines, of each pass: an interlaced GIF gives its lines
+/// in 4 passes.
+static const int passes[4][2] = {{0, 8}, {4, 8}, {2, 4}, {1, 2}};
+
+/// Draws the frame giflib is about to read onto `canvas`, line by line (interlaced or not),
+/// clipped to the canvas, skipping the transparent index.
 static int draw_frame(GifFileType *gif, uint8_t *canvas, uint8_t *line, const control *frame) {
     const GifImageDesc *desc = &gif->Image;
-    const ColorMapObject *map = desc->ColorMap ? desc->ColorMap : gif->SColorMap;
-    int width = desc->Width;
-    int rows[4][2] = {{0, 8}, {4, 8}, {2, 4}, {1, 2}};
-    int passes = desc->Interlace ? 4 : 1;
-    if (!desc->Interlace) {
-        rows[0][1] = 1;
-    }
-    for (int pass = 0; pass < passes; pass++) {
-        for (int y = rows[pass][0]; y < desc->Height; y += rows[pass][1]) {
-            if (DGifGetLine(gif, line, width) != GIF_OK) {
+    uint8_t colors[256][4];
+    frame_colors(gif, colors);
+    for (int pass = 0; pass < (desc->Interlace ? 4 : 1); pass++) {
+        int step = desc->Interlace ? passes[pass][1] : 1;
+        for (int y = passes[pass][0]; y < desc->Height; y += step) {
+            if (DGifGetLine(gif, line, desc->Width) != GIF_OK) {
                 return GIF_ERROR;
             }
-            int canvas_y = desc->Top + y;
-            if (canvas_y >= gif->SHeight) {
-                continue;
-            }
-            uint8_t *to = canvas + ((size_t)canvas_y * gif->SWidth) * 4;
-            for (int x = 0; x < width; x++) {
-                int canvas_x = desc->Left + x;
-                int index = line[x];
-                if (canvas_x >= gif->SWidth || index == frame->transparent) {
-                    continue;
-                }
-                uint8_t *pixel = to + (size_t)canvas_x * 4;
-                if (index < map->ColorCount) {
-                    pixel[0] = map->Colors[index].Red;
-                    pixel[1] = map->Colors[index].Green;
-                    pixel[2] = map->Colors[index].Blue;
-                    pixel[3] = 255;
-                } else {
-                    // An index past the color table shows as opaque black, as browsers show it.
-                    pixel[0] = pixel[1] = pixel[2] = 0;
-                    pixel[3] = 255;
-                }
+            if (desc->Top + y < gif->SHeight) {
+                paint_line(gif, canvas + (size_t)(desc->Top + y) * gif->SWidth * 4, line, colors, frame->transparent);
             }
         }
     }
     return GIF_OK;
+}
+
+/// Draws the first frame, which giflib is about to read, onto a transparent canvas whose rows go
+/// one by one into `reducer`: the canvas at full size never exists. The lines of an interlaced
+/// frame are kept as indices, a byte a pixel, until the frame is whole.
+static int reduce_first_frame(GifFileType *gif, uint8_t *line, const control *frame, cachalot_reducer *reducer) {
+    const GifImageDesc *desc = &gif->Image;
+    uint8_t colors[256][4];
+    frame_colors(gif, colors);
+    uint8_t *row = malloc((size_t)gif->SWidth * 4);
+    uint8_t *indices = desc->Interlace ? malloc((size_t)desc->Width * desc->Height) : NULL;
+    if (row == NULL || (desc->Interlace && indices == NULL)) {
+        free(row);
+        free(indices);
+        gif->Error = D_GIF_ERR_NOT_ENOUGH_MEM;
+        return GIF_ERROR;
+    }
+    int status = GIF_OK;
+    for (int pass = 0; desc->Interlace && pass < 4; pass++) {
+        for (int y = passes[pass][0]; status == GIF_OK && y < desc->Height; y += passes[pass][1]) {
+            status = DGifGetLine(gif, indices + (size_t)y * desc->Width, desc->Width);
+        }
+    }
+    for (int y = 0; status == GIF_OK && y < gif->SHeight; y++) {
+        memset(row, 0, (size_t)gif->SWidth * 4);
+        int frame_y = y - desc->Top;
+        if (frame_y >= 0 && frame_y < desc->Height) {
+            if (indices == NULL) {
+                status = DGifGetLine(gif, line, desc->Width);
+            }
+            const uint8_t *from = indices ? indices + (size_t)frame_y * desc->Width : line;
+            paint_line(gif, row, from, colors, frame->transparent);
+        }
+        cachalot_reducer_add_row(reducer, row);
+    }
+    free(row);
+    free(indices);
+    return status;
 }
 
 /// Clears the part of `canvas` a frame covered to transparent (disposal to background).
@@ -132,8 +181,10 @@ static void clear_rect(GifFileType *gif, uint8_t *canvas, const GifImageDesc *de
     }
 }
 
-cachalot_image_status cachalot_gif_decode_animation(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+/// Decodes up to `maximum_frames` frames (0: all); with a `factor` over 1 (and `maximum_frames`
+/// 1), the first frame shrunk by it as it is decoded.
+static cachalot_image_status decode_frames(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames, uint32_t factor,
     cachalot_animation *out, char *message, size_t message_size) {
     memset(out, 0, sizeof *out);
     source s = {data, size, 0};
@@ -158,9 +209,10 @@ cachalot_image_status cachalot_gif_decode_animation(
                  gif->SHeight, (unsigned long long)maximum_pixels);
         status = CACHALOT_IMAGE_TOO_LARGE;
     } else {
-        canvas = calloc(area, 4);
+        // A frame shrunk as it is decoded needs no canvas.
+        canvas = factor > 1 ? NULL : calloc(area, 4);
         line = malloc(65536);
-        if (canvas == NULL || line == NULL) {
+        if ((factor == 1 && canvas == NULL) || line == NULL) {
             status = failed(D_GIF_ERR_NOT_ENOUGH_MEM, &s, message, message_size);
         }
     }
@@ -242,19 +294,34 @@ cachalot_image_status cachalot_gif_decode_animation(
         if (next.disposal == DISPOSE_PREVIOUS && !last) {
             memcpy(saved, canvas, area * 4);
         }
-        if (draw_frame(gif, canvas, line, &next) != GIF_OK) {
+        cachalot_reducer reducer;
+        if (factor > 1) {
+            int weighted = next.transparent != NO_TRANSPARENT_COLOR || desc.Left > 0 || desc.Top > 0 ||
+                           desc.Left + desc.Width < gif->SWidth || desc.Top + desc.Height < gif->SHeight;
+            if (!cachalot_reducer_start(&reducer, (uint32_t)gif->SWidth, (uint32_t)gif->SHeight, 4, factor,
+                                        weighted)) {
+                status = failed(D_GIF_ERR_NOT_ENOUGH_MEM, &s, message, message_size);
+                break;
+            }
+            if (reduce_first_frame(gif, line, &next, &reducer) != GIF_OK) {
+                cachalot_reducer_free(&reducer);
+                status = failed(gif->Error, &s, message, message_size);
+                break;
+            }
+            out->frames[0] = reducer.out;
+        } else if (draw_frame(gif, canvas, line, &next) != GIF_OK) {
             free(pixels);
             status = failed(gif->Error, &s, message, message_size);
             break;
-        }
-        if (last) {
-            pixels = canvas;
+        } else if (last) {
+            out->frames[out->frame_count] = (cachalot_pixels){canvas, (uint32_t)gif->SWidth, (uint32_t)gif->SHeight,
+                                                              (uint32_t)gif->SWidth * 4, 4};
             canvas = NULL;
         } else {
             memcpy(pixels, canvas, area * 4);
+            out->frames[out->frame_count] =
+                (cachalot_pixels){pixels, (uint32_t)gif->SWidth, (uint32_t)gif->SHeight, (uint32_t)gif->SWidth * 4, 4};
         }
-        out->frames[out->frame_count] =
-            (cachalot_pixels){pixels, (uint32_t)gif->SWidth, (uint32_t)gif->SHeight, (uint32_t)gif->SWidth * 4, 4};
         // Browsers show a delay of 0 or 10 ms as 100 ms; so does this.
         out->durations[out->frame_count] = next.delay <= 1 ? 100 : (uint32_t)next.delay * 10;
         out->frame_count++;
@@ -277,6 +344,27 @@ cachalot_image_status cachalot_gif_decode_animation(
     DGifCloseFile(gif, &error);
     if (status != CACHALOT_IMAGE_OK) {
         cachalot_animation_free(out);
+    }
+    return status;
+}
+
+cachalot_image_status cachalot_gif_decode_animation(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
+    cachalot_animation *out, char *message, size_t message_size) {
+    return decode_frames(data, size, maximum_pixels, maximum_frames, 1, out, message, message_size);
+}
+
+cachalot_image_status cachalot_gif_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t factor, cachalot_pixels *out,
+    char *message, size_t message_size) {
+    cachalot_animation animation;
+    factor = factor < 1 ? 1 : factor > CACHALOT_MAXIMUM_REDUCTION ? CACHALOT_MAXIMUM_REDUCTION : factor;
+    cachalot_image_status status =
+        decode_frames(data, size, maximum_pixels, 1, factor, &animation, message, message_size);
+    if (status == CACHALOT_IMAGE_OK) {
+        *out = animation.frames[0];
+        animation.frames[0].pixels = NULL;
+        cachalot_animation_free(&animation);
     }
     return status;
 }

@@ -1,4 +1,5 @@
 #include "ImageCodecs.h"
+#include "reducer.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ typedef struct {
     // Owned until returned; freed after a jump.
     uint8_t *pixels;
     png_bytep *rows;
+    cachalot_reducer reducer;
     char *message;
     size_t message_size;
 } stream;
@@ -67,8 +69,8 @@ static void write_bytes(png_structp png, png_bytep bytes, size_t count) {
 static void flush_bytes(png_structp png) { (void)png; }
 
 cachalot_image_status cachalot_png_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
-    size_t message_size) {
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t factor, cachalot_pixels *out,
+    char *message, size_t message_size) {
     stream s;
     memset(&s, 0, sizeof s);
     s.input = data;
@@ -90,6 +92,7 @@ cachalot_image_status cachalot_png_decode(
         png_destroy_read_struct(&png, &info, NULL);
         free(s.pixels);
         free(s.rows);
+        cachalot_reducer_free(&s.reducer);
         return s.truncated ? CACHALOT_IMAGE_TRUNCATED : CACHALOT_IMAGE_CORRUPT;
     }
     png_set_read_fn(png, &s, read_bytes);
@@ -129,23 +132,48 @@ cachalot_image_status cachalot_png_decode(
             png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
         }
     }
-    png_set_interlace_handling(png);
+    int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     size_t row_bytes = (size_t)width * (size_t)channels;
     if (png_get_rowbytes(png, info) != row_bytes) {
         png_error(png, "unexpected row size after conversion");
     }
-    s.pixels = malloc(row_bytes * height);
-    s.rows = malloc(sizeof(png_bytep) * height);
+    factor = factor < 1 ? 1 : factor > CACHALOT_MAXIMUM_REDUCTION ? CACHALOT_MAXIMUM_REDUCTION : factor;
+    int weighted = (color & PNG_COLOR_MASK_ALPHA) != 0 || transparent;
+    if (factor > 1 && !cachalot_reducer_start(&s.reducer, width, height, (uint32_t)channels, factor, weighted)) {
+        png_error(png, "out of memory");
+    }
+    // Rows go one by one into the reduction; an interlaced image, whose passes each cover the
+    // whole picture, and one kept at full size are decoded whole.
+    int streamed = factor > 1 && passes == 1;
+    s.pixels = malloc(row_bytes * (streamed ? 1 : height));
+    s.rows = malloc(sizeof(png_bytep) * (streamed ? 1 : height));
     if (s.pixels == NULL || s.rows == NULL) {
         png_error(png, "out of memory");
     }
-    for (png_uint_32 y = 0; y < height; y++) {
-        s.rows[y] = s.pixels + row_bytes * y;
+    if (streamed) {
+        for (png_uint_32 y = 0; y < height; y++) {
+            png_read_row(png, s.pixels, NULL);
+            cachalot_reducer_add_row(&s.reducer, s.pixels);
+        }
+    } else {
+        for (png_uint_32 y = 0; y < height; y++) {
+            s.rows[y] = s.pixels + row_bytes * y;
+        }
+        png_read_image(png, s.rows);
+        for (png_uint_32 y = 0; factor > 1 && y < height; y++) {
+            cachalot_reducer_add_row(&s.reducer, s.rows[y]);
+        }
     }
-    png_read_image(png, s.rows);
     png_destroy_read_struct(&png, &info, NULL);
     free(s.rows);
+    if (factor > 1) {
+        free(s.pixels);
+        *out = s.reducer.out;
+        s.reducer.out.pixels = NULL;
+        cachalot_reducer_free(&s.reducer);
+        return CACHALOT_IMAGE_OK;
+    }
     out->pixels = s.pixels;
     out->width = width;
     out->height = height;

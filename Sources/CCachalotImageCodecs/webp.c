@@ -1,5 +1,6 @@
 #include "ImageCodecs.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,98 @@ static cachalot_image_status check_pixels(
     return CACHALOT_IMAGE_OK;
 }
 
-cachalot_image_status cachalot_webp_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, unsigned scale_denominator,
+/// Why the demuxer refused `input`: a file whose chunks end early is truncated, any other damaged.
+static cachalot_image_status demux_failure(const WebPData *input, char *message, size_t message_size) {
+    WebPDemuxState state;
+    WebPDemuxer *demuxer = WebPDemuxPartial(input, &state);
+    WebPDemuxDelete(demuxer);
+    return failed(state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER ? VP8_STATUS_NOT_ENOUGH_DATA
+                                                                                         : VP8_STATUS_BITSTREAM_ERROR,
+                  message, message_size);
+}
+
+/// `length` × `scale`, rounded up (forgiving a rounding error), between 1 and `length`.
+static uint32_t scaled_length(uint32_t length, double scale) {
+    double scaled = ceil((double)length * scale - 1e-6);
+    return scaled < 1 ? 1 : scaled > length ? length : (uint32_t)scaled;
+}
+
+/// Decodes one bitstream (a still WebP, or a frame's payload: ALPH and VP8, or VP8L) of
+/// `width` × `height` pixels as RGBA, scaled by `scale` inside the decoder if it is 1/2 or less
+/// (below that, libwebp's rescaler costs more than it saves).
+static cachalot_image_status decode_scaled(
+    WebPDecoderConfig *config, const uint8_t *data, size_t size, uint32_t width, uint32_t height, double scale,
     cachalot_pixels *out, char *message, size_t message_size) {
+    int scaling = scale <= 0.5;
+    uint32_t scaled_width = scaling ? scaled_length(width, scale) : width;
+    uint32_t scaled_height = scaling ? scaled_length(height, scale) : height;
+    size_t row_bytes = (size_t)scaled_width * 4;
+    uint8_t *pixels = malloc(row_bytes * scaled_height);
+    if (pixels == NULL) {
+        snprintf(message, message_size, "out of memory for %ux%u pixels", scaled_width, scaled_height);
+        return CACHALOT_IMAGE_OUT_OF_MEMORY;
+    }
+    if (scaled_width != width || scaled_height != height) {
+        config->options.use_scaling = 1;
+        config->options.scaled_width = (int)scaled_width;
+        config->options.scaled_height = (int)scaled_height;
+    }
+    config->output.colorspace = MODE_RGBA;
+    config->output.is_external_memory = 1;
+    config->output.u.RGBA.rgba = pixels;
+    config->output.u.RGBA.stride = (int)row_bytes;
+    config->output.u.RGBA.size = row_bytes * scaled_height;
+    VP8StatusCode code = WebPDecode(data, size, config);
+    WebPFreeDecBuffer(&config->output);
+    if (code != VP8_STATUS_OK) {
+        free(pixels);
+        return failed(code, message, message_size);
+    }
+    *out = (cachalot_pixels){pixels, scaled_width, scaled_height, (uint32_t)row_bytes, 4};
+    return CACHALOT_IMAGE_OK;
+}
+
+/// The first frame of an animated WebP, as shown, scaled by `scale` inside the decoder when it
+/// covers the whole canvas, as a first frame mostly does: it is then the frame's own picture on a
+/// transparent canvas. Another first frame is composited whole by WebPAnimDecoder.
+static cachalot_image_status decode_first_frame(
+    WebPDecoderConfig *config, const uint8_t *data, size_t size, uint64_t maximum_pixels, double scale,
+    cachalot_pixels *out, char *message, size_t message_size) {
+    WebPData input = {data, size};
+    WebPDemuxer *demuxer = WebPDemux(&input);
+    if (demuxer == NULL) {
+        return demux_failure(&input, message, message_size);
+    }
+    uint32_t width = WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_WIDTH);
+    uint32_t height = WebPDemuxGetI(demuxer, WEBP_FF_CANVAS_HEIGHT);
+    cachalot_image_status status = check_pixels(width, height, 1, maximum_pixels, message, message_size);
+    WebPIterator frame;
+    if (status == CACHALOT_IMAGE_OK && !WebPDemuxGetFrame(demuxer, 1, &frame)) {
+        status = failed(VP8_STATUS_BITSTREAM_ERROR, message, message_size);
+    } else if (status == CACHALOT_IMAGE_OK) {
+        int whole = frame.x_offset == 0 && frame.y_offset == 0 && (uint32_t)frame.width == width &&
+                    (uint32_t)frame.height == height;
+        status = whole ? decode_scaled(config, frame.fragment.bytes, frame.fragment.size, width, height, scale, out,
+                                       message, message_size)
+                       : CACHALOT_IMAGE_UNSUPPORTED;
+        WebPDemuxReleaseIterator(&frame);
+        if (!whole) {
+            cachalot_animation animation;
+            status = cachalot_webp_decode_animation(data, size, maximum_pixels, 1, &animation, message, message_size);
+            if (status == CACHALOT_IMAGE_OK) {
+                *out = animation.frames[0];
+                animation.frames[0].pixels = NULL;
+                cachalot_animation_free(&animation);
+            }
+        }
+    }
+    WebPDemuxDelete(demuxer);
+    return status;
+}
+
+cachalot_image_status cachalot_webp_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, double scale, cachalot_pixels *out, char *message,
+    size_t message_size) {
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config)) {
         snprintf(message, message_size, "libwebp's version does not match its headers");
@@ -65,16 +155,7 @@ cachalot_image_status cachalot_webp_decode(
         return failed(code, message, message_size);
     }
     if (config.input.has_animation) {
-        cachalot_animation animation;
-        cachalot_image_status status =
-            cachalot_webp_decode_animation(data, size, maximum_pixels, 1, &animation, message, message_size);
-        if (status != CACHALOT_IMAGE_OK) {
-            return status;
-        }
-        *out = animation.frames[0];
-        animation.frames[0].pixels = NULL;
-        cachalot_animation_free(&animation);
-        return CACHALOT_IMAGE_OK;
+        return decode_first_frame(&config, data, size, maximum_pixels, scale, out, message, message_size);
     }
     uint32_t width = (uint32_t)config.input.width;
     uint32_t height = (uint32_t)config.input.height;
@@ -82,37 +163,7 @@ cachalot_image_status cachalot_webp_decode(
     if (status != CACHALOT_IMAGE_OK) {
         return status;
     }
-    unsigned d = scale_denominator > 1 ? scale_denominator : 1;
-    uint32_t scaled_width = (width + d - 1) / d;
-    uint32_t scaled_height = (height + d - 1) / d;
-    size_t row_bytes = (size_t)scaled_width * 4;
-    uint8_t *pixels = malloc(row_bytes * scaled_height);
-    if (pixels == NULL) {
-        snprintf(message, message_size, "out of memory for %ux%u pixels", scaled_width, scaled_height);
-        return CACHALOT_IMAGE_OUT_OF_MEMORY;
-    }
-    if (d > 1) {
-        config.options.use_scaling = 1;
-        config.options.scaled_width = (int)scaled_width;
-        config.options.scaled_height = (int)scaled_height;
-    }
-    config.output.colorspace = MODE_RGBA;
-    config.output.is_external_memory = 1;
-    config.output.u.RGBA.rgba = pixels;
-    config.output.u.RGBA.stride = (int)row_bytes;
-    config.output.u.RGBA.size = row_bytes * scaled_height;
-    code = WebPDecode(data, size, &config);
-    WebPFreeDecBuffer(&config.output);
-    if (code != VP8_STATUS_OK) {
-        free(pixels);
-        return failed(code, message, message_size);
-    }
-    out->pixels = pixels;
-    out->width = scaled_width;
-    out->height = scaled_height;
-    out->bytes_per_row = (uint32_t)row_bytes;
-    out->channels = 4;
-    return CACHALOT_IMAGE_OK;
+    return decode_scaled(&config, data, size, width, height, scale, out, message, message_size);
 }
 
 cachalot_image_status cachalot_webp_decode_animation(
@@ -140,14 +191,7 @@ cachalot_image_status cachalot_webp_decode_animation(
     WebPData input = {data, size};
     WebPAnimDecoder *decoder = WebPAnimDecoderNew(&input, &options);
     if (decoder == NULL) {
-        // The demuxer refuses a file whose chunks end early, as it refuses a damaged one.
-        WebPDemuxState state;
-        WebPDemuxer *demuxer = WebPDemuxPartial(&input, &state);
-        WebPDemuxDelete(demuxer);
-        return failed(state == WEBP_DEMUX_PARSED_HEADER || state == WEBP_DEMUX_PARSING_HEADER
-                          ? VP8_STATUS_NOT_ENOUGH_DATA
-                          : VP8_STATUS_BITSTREAM_ERROR,
-                      message, message_size);
+        return demux_failure(&input, message, message_size);
     }
     WebPAnimInfo info;
     if (!WebPAnimDecoderGetInfo(decoder, &info) || info.frame_count == 0) {

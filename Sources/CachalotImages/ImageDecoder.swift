@@ -47,22 +47,27 @@ public struct ImageDecoder: Sendable {
     /// JPEG decodes at 1/2, 1/4 or 1/8 inside the decoder, skipping most of the work: a 256-pixel
     /// thumbnail of a 4000-pixel photo needs only 1/8. At 1/8, a progressive JPEG skips more:
     /// the AC scans that a decode at 1/8 ignores are not decoded at all, for the same pixels. A
-    /// still WebP is scaled by the same fractions as it is decoded, so the full-size picture is
-    /// never held. PNG, GIF and AVIF always decode whole.
+    /// WebP (still, or an animation's first frame that covers its canvas) is shrunk to `scale`
+    /// itself, rounded up, by libwebp's area-averaging rescaler as it is decoded, as libvips does,
+    /// when `scale` is 1/2 or less: the full-size picture is never held. PNG and GIF shrink by a whole factor with a box filter (colors weighted by
+    /// alpha) as their rows are decoded, leaving at least twice `scale`: the reduction the
+    /// resampler would make first (see ``Thumbnail``), without the full-size bitmap ever being
+    /// held, except for an interlaced PNG. AVIF always decodes whole.
     ///
     /// - Parameters:
     ///   - data: The encoded image.
     ///   - scale: The least fraction of the full size wanted in each dimension, from 0 to 1; 1 (or
     ///     more) decodes at full size. The result may be larger than asked, never smaller.
-    /// - Returns: The image at full size or at 1/2, 1/4 or 1/8 of it, oriented upright.
+    /// - Returns: The image at full size or smaller, oriented upright.
     /// - Throws: as ``decode(_:)``.
     public func decode(_ data: Data, scale: Double) throws(ImageError) -> Bitmap {
         let limit = UInt64(self.maximumPixelCount)
         let denominator = UInt32(Self.denominator(for: scale))
+        let factor = UInt32(Self.reduction(for: scale))
         switch ImageFormat(sniffing: data) {
         case .png:
             return try Self.decoded(data, "PNG") { bytes, count, pixels, message in
-                cachalot_png_decode(bytes, count, limit, pixels, message, Self.messageSize)
+                cachalot_png_decode(bytes, count, limit, factor, pixels, message, Self.messageSize)
             }
         case .jpeg:
             // At 1/8, a progressive JPEG is decoded without the AC scans it ignores (JPEGScans).
@@ -73,7 +78,7 @@ public struct ImageDecoder: Sendable {
             return Orientation(exifIn: data).apply(to: bitmap)
         case .webp:
             return try Self.decoded(data, "WebP") { bytes, count, pixels, message in
-                cachalot_webp_decode(bytes, count, limit, denominator, pixels, message, Self.messageSize)
+                cachalot_webp_decode(bytes, count, limit, scale, pixels, message, Self.messageSize)
             }
         case .avif:
             var orientation: Int32 = 1
@@ -82,7 +87,9 @@ public struct ImageDecoder: Sendable {
             }
             return Orientation(Int(orientation)).apply(to: bitmap)
         case .gif:
-            return try self.animation(data, .gif, maximumFrames: 1).frames[0].bitmap
+            return try Self.decoded(data, "GIF") { bytes, count, pixels, message in
+                cachalot_gif_decode(bytes, count, limit, factor, pixels, message, Self.messageSize)
+            }
         case nil:
             throw Self.unknownFormat
         }
@@ -214,6 +221,13 @@ public struct ImageDecoder: Sendable {
     /// The largest of 1, 2, 4 and 8 that keeps at least `scale` of the size.
     static func denominator(for scale: Double) -> Int {
         [8, 4, 2].first { 1 / Double($0) >= scale } ?? 1
+    }
+
+    /// The whole factor a box filter may shrink by for `scale`, leaving at least twice it, as
+    /// ``Resampler`` does before its bicubic filter: 1 for a scale over 1/4.
+    static func reduction(for scale: Double) -> Int {
+        guard scale <= 1 / 4 else { return 1 }
+        return scale > 0 ? Int(min(1 / scale / 2, 65_536)) : 65_536
     }
 
     static let messageSize = 256

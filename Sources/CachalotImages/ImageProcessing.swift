@@ -71,7 +71,7 @@ public struct Resize: ImageProcessing {
     }
 
     /// The scale at which the image meets the box, at most 1: a JPEG or WebP larger than the box
-    /// may then be decoded at 1/2, 1/4 or 1/8.
+    /// may then be decoded at 1/2, 1/4 or 1/8, and a PNG or GIF shrunk as it is decoded.
     public func requiredScale(sourceWidth: Int, sourceHeight: Int) -> Double {
         min(1, self.scale(sourceWidth, sourceHeight))
     }
@@ -118,7 +118,8 @@ public struct Resize: ImageProcessing {
 /// A thumbnail: the image fitted inside a square of ``maximumPixelSize``, never enlarged.
 ///
 /// From a JPEG, the decoder does most of the shrinking (1/2, 1/4 or 1/8) before the resampler
-/// finishes it, so a phone photo becomes a 256-pixel thumbnail without decoding every pixel.
+/// finishes it, so a phone photo becomes a 256-pixel thumbnail without decoding every pixel; a
+/// PNG or GIF is shrunk row by row as it is decoded, so its full-size bitmap is never held.
 public struct Thumbnail: ImageProcessing {
     /// The longest side the thumbnail may have, in pixels; at least 1.
     public var maximumPixelSize: Int

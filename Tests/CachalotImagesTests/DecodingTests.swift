@@ -74,9 +74,62 @@ struct DecodingTests {
             let bitmap = try self.decoder.decode(jpeg, scale: scale)
             #expect(bitmap.width == width && bitmap.height == width * 3 / 4, "scale \(scale)")
         }
-        // PNG has no such shortcut: it decodes whole.
+        // A PNG is shrunk by a whole factor as it decodes, leaving twice the scale: 40 / 5.
         let png = try ImageEncoder.png(Images.photo(width: 40, height: 30))
-        #expect(try self.decoder.decode(png, scale: 0.1).width == 40)
+        #expect(try self.decoder.decode(png, scale: 0.1).width == 8)
+    }
+
+    @Test(
+        "a PNG or GIF is shrunk as it is decoded: the box mean of its full decode, colors weighted by alpha",
+        arguments: [
+            "palette.png", "gray1.png", "gray16.png", "gray-alpha.png", "rgb16.png", "interlaced-rgba.png",
+            "still-interlaced.gif", "clipped.gif", "animated.gif",
+        ]
+    )
+    func shrunkWhileDecoding(name: String) throws {
+        let data = try Images.fixture(name)
+        let whole = try self.decoder.decode(data)
+        // Scales of 1/4 and above leave the image whole, as the resampler's own reduction would.
+        #expect(try self.decoder.decode(data, scale: 0.26) == whole)
+        for factor in [2, 3, 5, 16] {
+            // A scale a little under 1 / (2 × factor): the factor leaves at least twice the scale.
+            let shrunk = try self.decoder.decode(data, scale: 1 / (2 * Double(factor) + 0.5))
+            #expect(shrunk == Self.boxMean(whole, factor), "\(name) by \(factor)")
+        }
+    }
+
+    /// `bitmap` shrunk by `factor`: each pixel the rounded mean of its block, RGBA colors weighted
+    /// by alpha.
+    static func boxMean(_ bitmap: Bitmap, _ factor: Int) -> Bitmap {
+        let rgba = bitmap.format == .rgba8
+        var pixels = Data()
+        for top in stride(from: 0, to: bitmap.height, by: factor) {
+            for left in stride(from: 0, to: bitmap.width, by: factor) {
+                var sums = [0, 0, 0, 0]
+                var count = 0
+                for y in top..<min(top + factor, bitmap.height) {
+                    for x in left..<min(left + factor, bitmap.width) {
+                        let pixel = bitmap.pixel(x: x, y: y).map(Int.init)
+                        let weight = rgba ? pixel[3] : 1
+                        for channel in pixel.indices { sums[channel] += pixel[channel] * (channel < 3 ? weight : 1) }
+                        count += 1
+                    }
+                }
+                let alpha = sums[3]
+                pixels +=
+                    rgba
+                    ? (0..<3).map { alpha == 0 ? 0 : UInt8((sums[$0] + alpha / 2) / alpha) }
+                        + [UInt8((alpha + count / 2) / count)]
+                    : [UInt8((sums[0] + count / 2) / count)]
+            }
+        }
+        let width = (bitmap.width + factor - 1) / factor
+        return Bitmap(
+            width: width,
+            height: pixels.count / (width * (rgba ? 4 : 1)),
+            format: bitmap.format,
+            pixels: pixels
+        )
     }
 
     @Test("at 1/8 a progressive JPEG is decoded without the AC scans it ignores, to the same pixels")

@@ -54,11 +54,13 @@ struct WebFormatTests {
         #expect(try self.decoder.size(of: Images.fixture("blocks.webp")) == (32, 24))
     }
 
-    @Test("a still WebP is scaled as it is decoded, never below the scale asked for")
+    @Test("a still WebP is scaled to the scale asked for, rounded up, as it is decoded; above 1/2, not at all")
     func scaledWebP() throws {
         let webp = try ImageEncoder.webp(Images.photo(width: 801, height: 600))
         #expect(try self.decoder.size(of: webp) == (801, 600))
-        for (scale, width, height) in [(1.0, 801, 600), (0.5, 401, 300), (0.2, 201, 150), (0.1, 101, 75)] {
+        for (scale, width, height) in [
+            (1.0, 801, 600), (0.6, 801, 600), (0.5, 401, 300), (0.2, 161, 120), (0.1, 81, 60), (0.0, 1, 1),
+        ] {
             let bitmap = try self.decoder.decode(webp, scale: scale)
             #expect(bitmap.width == width && bitmap.height == height, "scale \(scale)")
         }
@@ -168,6 +170,34 @@ struct WebFormatTests {
         // A still image is an animation of one frame.
         let still = try self.decoder.decodeAnimation(Images.fixture("blocks.avif"))
         #expect(still.frames.count == 1 && still.frames[0].duration == .zero)
+    }
+
+    @Test(
+        "an animated WebP's first frame is scaled as it is decoded when it covers the canvas, composited whole when not"
+    )
+    func scaledFirstFrame() throws {
+        let covering = try Images.fixture("animated.webp")
+        let half = try self.decoder.decode(covering, scale: 0.5)
+        #expect(half.width == 4 && half.height == 3)
+        #expect(try self.decoder.decode(covering, scale: 0.1).width == 1)
+        for y in 0..<3 {
+            for x in 0..<4 {
+                // libwebp's rescaler averages each 2 × 2 block of the lossless frame.
+                let block = [(0, 0), (1, 0), (0, 1), (1, 1)].map { dx, dy in
+                    (0..<3).map { Int(Images.value(2 * x + dx, 2 * y + dy, $0)) }
+                }
+                let mean = (0..<3).map { c in UInt8(block.map { $0[c] }.reduce(0, +) / 4) } + [255]
+                #expect(Images.close(half.pixel(x: x, y: y), mean, 2), "(\(x), \(y)): \(half.pixel(x: x, y: y))")
+            }
+        }
+        // A first frame at (4, 2) on a 36 × 26 canvas: the canvas is composited whole, its border
+        // transparent.
+        let offset = try Images.fixture("offset-frame.webp")
+        let first = try self.decoder.decodeAnimation(offset).frames[0].bitmap
+        #expect(try self.decoder.decode(offset, scale: 0.5) == first)
+        #expect(first.width == 36 && first.height == 26)
+        #expect(first.pixel(x: 3, y: 25) == Self.clear && first.pixel(x: 35, y: 1) == Self.clear)
+        #expect(Images.close(first.pixel(x: 8, y: 6), Images.block(0, 0) + [255], 10))
     }
 
     @Test("canvases, frames and frame counts past the pixel limit are refused before they are allocated")

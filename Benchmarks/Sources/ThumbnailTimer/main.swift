@@ -2,7 +2,9 @@ import CachalotImages
 import Foundation
 
 // Times 256-pixel thumbnails of one image file, as Benchmarks/images-vs-libvips-pillow asks: reads
-// the file once, then makes the thumbnail `runs` times and prints the median time in seconds.
+// the file once, then makes the thumbnail `runs` times and prints the median time in seconds, then
+// on a second line the most memory the process held (its peak resident set since exec, the file
+// included, in bytes: Linux's VmHWM; 0 if unknown).
 // Usage: ThumbnailTimer FILE RUNS SIZE
 
 let arguments = CommandLine.arguments
@@ -24,4 +26,7 @@ for _ in 0..<runs {
     }
     times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
+let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?.split(separator: " ").dropFirst().first
 print(times.sorted()[times.count / 2])
+print((peak.flatMap { Int($0) } ?? 0) * 1024)

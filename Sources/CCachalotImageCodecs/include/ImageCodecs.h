@@ -46,10 +46,13 @@ cachalot_image_status cachalot_jpeg_decode(
     cachalot_pixels *out, char *message, size_t message_size);
 
 /// Decodes a PNG of any kind (gray, gray-alpha, palette, RGB, RGBA; 1 to 16 bits; interlaced):
-/// gray without transparency gives 1 channel, everything else RGBA, 8 bits a channel.
+/// gray without transparency gives 1 channel, everything else RGBA, 8 bits a channel. With a
+/// `factor` over 1, shrunk by it with a box filter as cachalot_box_reduce does (colors weighted
+/// by alpha), each row going into the reduction as it is decoded: the full-size image is never
+/// held, unless it is interlaced.
 cachalot_image_status cachalot_png_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, cachalot_pixels *out, char *message,
-    size_t message_size);
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t factor, cachalot_pixels *out,
+    char *message, size_t message_size);
 
 /// Encodes pixels of 1 or 4 channels as JPEG at `quality` (1 to 100), progressive (libjpeg's
 /// default script of scans) if `progressive` is not 0; alpha is dropped. `*out` is allocated with
@@ -84,12 +87,14 @@ void cachalot_animation_free(cachalot_animation *animation);
 cachalot_image_status cachalot_webp_size(
     const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, char *message, size_t message_size);
 
-/// Decodes a still WebP (lossy, lossless, with or without alpha) as RGBA, scaled by
-/// 1/`scale_denominator` inside the decoder; an animated one gives its first frame, whole.
-/// Refuses an image declaring more than `maximum_pixels`.
+/// Decodes a still WebP (lossy, lossless, with or without alpha) as RGBA. With a `scale` of 1/2 or
+/// less, libwebp's rescaler shrinks it as it is decoded to `scale` of its size, rounded up: the
+/// full-size picture is never held. An animated one gives its first frame: scaled the same way
+/// when it covers the canvas, else composited whole. Refuses an image declaring more than
+/// `maximum_pixels`.
 cachalot_image_status cachalot_webp_decode(
-    const uint8_t *data, size_t size, uint64_t maximum_pixels, unsigned scale_denominator,
-    cachalot_pixels *out, char *message, size_t message_size);
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, double scale, cachalot_pixels *out, char *message,
+    size_t message_size);
 
 /// Decodes the frames of a WebP, animated or not, at most `maximum_frames` of them (0: all).
 /// Refuses one whose frames would hold more than `maximum_pixels` together (each counting its
@@ -132,15 +137,24 @@ cachalot_image_status cachalot_gif_decode_animation(
     const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
     cachalot_animation *out, char *message, size_t message_size);
 
+/// Decodes the first frame of a GIF as cachalot_gif_decode_animation does, shrunk by `factor`
+/// (1: not at all) with a box filter as cachalot_png_decode does: each row of the canvas goes into
+/// the reduction as it is decoded, so that the canvas is never held at full size (an interlaced
+/// frame is held as indices, a byte a pixel, until its last pass).
+cachalot_image_status cachalot_gif_decode(
+    const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t factor, cachalot_pixels *out,
+    char *message, size_t message_size);
+
 /// Whether some pixel of RGBA pixels is not fully opaque; gray pixels never are.
 int cachalot_has_alpha(const cachalot_pixels *image);
 
 /// A copy of pixels of 1 or 4 channels as RGBA, rows packed; NULL if memory ran out.
 uint8_t *cachalot_rgba_copy(const cachalot_pixels *image);
 
-/// `image` shrunk by a whole `factor` (2 or more) with a box filter: each pixel out is the rounded
-/// mean of a `factor` × `factor` block (smaller at the right and bottom edges). Returns 0 if
-/// memory ran out; `out->pixels` is allocated with malloc.
+/// `image` shrunk by a whole `factor` (1 or more; at most 65,536 is used) with a box filter: each
+/// pixel out is the rounded mean of a `factor` × `factor` block (smaller at the right and bottom
+/// edges), channel by channel. Returns 0 if memory ran out; `out->pixels` is allocated with
+/// malloc.
 int cachalot_box_reduce(const cachalot_pixels *image, uint32_t factor, cachalot_pixels *out);
 
 #endif

@@ -157,3 +157,14 @@ open("animated.gif", "wb").write(gif(4, 4, colors, [
     (2, 2, 2, 2, [3, 2, 2, 2], 3, 3, 20, False),
     (0, 0, 1, 1, [4], 1, None, 30, False),
 ], loop=0))
+# A still 8 x 6 GIF, not interlaced, whose one frame of 5 x 4 at (5, 3) runs past the canvas's
+# right and bottom edges (clipped), index (x + y) % 4 with index 3 transparent; the rest of the
+# canvas is transparent.
+open("clipped.gif", "wb").write(gif(8, 6, colors, [
+    (5, 3, 5, 4, [(x + y) % 4 for y in range(4) for x in range(5)], 1, 3, 0, False)]))
+
+# An animated WebP whose first frame does not cover its canvas: blocks.webp (32 x 24) at (4, 2),
+# then at (0, 0); the canvas is 36 x 26 (needs webpmux, from Debian's `webp`).
+import subprocess  # noqa: E402
+subprocess.run(["webpmux", "-frame", "blocks.webp", "+100+4+2", "-frame", "blocks.webp", "+100+0+0",
+                "-loop", "0", "-bgcolor", "0,0,0,0", "-o", "offset-frame.webp"], check=True)
