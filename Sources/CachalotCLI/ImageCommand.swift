@@ -132,7 +132,7 @@ struct ImageCommand: AsyncParsableCommand {
                 try await pipeline.encodedImage(
                     for: url,
                     processors: processors,
-                    encoding: try await self.encoding(pipeline: pipeline, loader: loader, url: url)
+                    choosing: self.encodingChoice
                 )
             )
         } catch {
@@ -166,19 +166,25 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     /// The encoding asked for: --format, else the output file's extension, else the original's
-    /// format (PNG for a GIF), read from its bytes through the loader.
-    private func encoding(pipeline: ImagePipeline, loader: ResourceLoader, url: URL) async throws -> ImageEncoding {
+    /// format (PNG for a GIF), read from its bytes once the pipeline has loaded it.
+    private var encodingChoice: ImageEncodingChoice {
         let extensionFormat = self.output.flatMap { path in
             path.contains(".") ? OutputFormat(fileExtension: String(path.split(separator: ".").last ?? "")) : nil
         }
-        var format = (self.format ?? extensionFormat)?.format
-        if format == nil {
-            let original = try await loader.load(url)
-            format = ImageFormat(sniffing: original.body).flatMap { $0 == .gif ? .png : $0 } ?? .png
+        let quality = self.quality
+        if let format = (self.format ?? extensionFormat)?.format {
+            return .always(Self.encoding(format, quality: quality))
         }
-        let encoding = ImageEncoding(format ?? .png) ?? .png
-        guard let quality = self.quality else { return encoding }
-        switch encoding.format {
+        return ImageEncodingChoice(name: "original(\(quality.map(String.init) ?? "default"))") { original in
+            Self.encoding(original.flatMap { $0 == .gif ? nil : $0 } ?? .png, quality: quality)
+        }
+    }
+
+    /// The encoding of `format` at `quality`, or at the format's default.
+    private static func encoding(_ format: ImageFormat, quality: Int?) -> ImageEncoding {
+        let encoding = ImageEncoding(format) ?? .png
+        guard let quality else { return encoding }
+        switch format {
         case .jpeg: return .jpeg(quality: quality)
         case .webp: return .webp(quality: quality)
         case .avif: return .avif(quality: quality)

@@ -33,3 +33,37 @@ public struct ImageEncoding: Sendable, Hashable, CustomStringConvertible {
     /// Names the format and quality, as in a variant's key: `webp:80`, `png`.
     public var description: String { self.format == .png ? "png" : "\(self.format.rawValue):\(self.quality)" }
 }
+
+/// An encoding chosen by the original's format once the original is loaded: the original's own
+/// format where the client takes it, say.
+///
+/// ``ImagePipeline/encodedImage(for:processors:choosing:priority:)`` keeps what it makes under
+/// ``name``, so that the same choice finds the variant again without loading the original.
+public struct ImageEncodingChoice: Sendable, CustomStringConvertible {
+    /// Names the choice in a variant's key, as ``ImageEncoding/description`` names an encoding:
+    /// choices that may choose differently must have different names.
+    public let name: String
+    private let choose: @Sendable (ImageFormat?) -> ImageEncoding
+
+    /// Makes a choice.
+    ///
+    /// - Parameters:
+    ///   - name: What the choice is called in a variant's key, such as `original(jpeg:90|png)`.
+    ///   - choose: The encoding for an original of a format (`nil` if it is not one the decoder
+    ///     knows by its first bytes).
+    public init(name: String, _ choose: @escaping @Sendable (_ original: ImageFormat?) -> ImageEncoding) {
+        self.name = name
+        self.choose = choose
+    }
+
+    /// Always `encoding`, named by its description.
+    public static func always(_ encoding: ImageEncoding) -> Self {
+        Self(name: encoding.description) { _ in encoding }
+    }
+
+    /// The encoding for an original of `format`.
+    public func encoding(forOriginal format: ImageFormat?) -> ImageEncoding { self.choose(format) }
+
+    /// The name.
+    public var description: String { self.name }
+}

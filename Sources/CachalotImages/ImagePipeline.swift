@@ -151,7 +151,11 @@ public final class ImagePipeline: Sendable {
             throw CacheError(.invalidConfiguration, "maximumQueuedDecodes cannot be negative.")
         }
         self.configuration = configuration
-        self.memory = try MemoryCache(configuration: .init(costLimit: configuration.memoryCostLimit))
+        // Bitmaps expire with their originals, by the pipeline's clock.
+        self.memory = try MemoryCache(
+            configuration: .init(costLimit: configuration.memoryCostLimit),
+            clock: DateClock(now)
+        )
         self.variantMemory = try MemoryCache(configuration: .init(costLimit: configuration.variantMemoryCostLimit))
         self.loader = loader
         self.variants = variants
@@ -171,7 +175,8 @@ public final class ImagePipeline: Sendable {
     ///
     /// The memory tier and `variants` hold variants under it; an encoded variant from
     /// ``encodedImage(for:processors:encoding:priority:)`` is stored under it followed by `@`
-    /// and the encoding's ``ImageEncoding/description``.
+    /// and the encoding's ``ImageEncoding/description`` (or the choice's
+    /// ``ImageEncodingChoice/name``).
     public static func key(for url: URL, processors: [any ImageProcessing]) -> String {
         let url = CacheKey.url(of: url) ?? url.absoluteString
         return processors.isEmpty ? url : url + "#" + processors.map(\.identifier).joined(separator: "|")
@@ -237,7 +242,26 @@ public final class ImagePipeline: Sendable {
         encoding: ImageEncoding,
         priority: ResourceLoader.Priority = .normal
     ) async throws -> EncodedImage {
-        let key = Self.key(for: url, processors: processors) + "@" + encoding.description
+        try await self.encodedImage(for: url, processors: processors, choosing: .always(encoding), priority: priority)
+    }
+
+    /// The variant `processors` make of `url`, encoded as `choice` chooses for the original's
+    /// format, as ``encodedImage(for:processors:encoding:priority:)`` makes and keeps it: stored
+    /// under the choice's name, it is found again without loading the original.
+    ///
+    /// - Parameters:
+    ///   - url: The original image.
+    ///   - processors: What to do to it, in order. Default: none.
+    ///   - choice: The encoding for the original's format, once it is loaded.
+    ///   - priority: The loader's priority for the original. Default: `.normal`.
+    /// - Throws: as ``encodedImage(for:processors:encoding:priority:)``.
+    public func encodedImage(
+        for url: URL,
+        processors: [any ImageProcessing] = [],
+        choosing choice: ImageEncodingChoice,
+        priority: ResourceLoader.Priority = .normal
+    ) async throws -> EncodedImage {
+        let key = Self.key(for: url, processors: processors) + "@" + choice.name
         let epoch = self.removals.withLock { $0 }
         let stored = self.variantMemory.value(forKey: key) ?? self.storedVariantKeptInMemory(key, epoch: epoch)
         if let stored, self.now() < stored.life.expiry, let format = ImageFormat(sniffing: stored.data) {
@@ -248,7 +272,7 @@ public final class ImagePipeline: Sendable {
                 key,
                 url: url,
                 processors: processors,
-                encoding: encoding,
+                choice: choice,
                 priority: priority,
                 expired: stored,
                 epoch: epoch
@@ -263,7 +287,7 @@ public final class ImagePipeline: Sendable {
         _ key: String,
         url: URL,
         processors: [any ImageProcessing],
-        encoding: ImageEncoding,
+        choice: ImageEncodingChoice,
         priority: ResourceLoader.Priority,
         expired: StoredVariant?,
         epoch: Int
@@ -284,6 +308,7 @@ public final class ImagePipeline: Sendable {
         }
         let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
         let life = expiry.map { VariantLife(expiry: $0, original: digest) }
+        let encoding = choice.encoding(forOriginal: ImageFormat(sniffing: resource.body))
         // Callers that have all gone by now get no encoding: a cancelled task's job never runs.
         let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(bitmap, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes

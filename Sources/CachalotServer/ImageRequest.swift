@@ -81,6 +81,16 @@ struct ImageRequest: Sendable, Hashable {
         return [Resize(width: self.width ?? 16_384, height: self.height ?? 16_384, mode: self.mode)]
     }
 
+    /// The encoding to answer in: the format asked for, else the one `negotiated` from
+    /// `Accept`, else the original's own if every client takes it (JPEG), else PNG; at the
+    /// quality asked for. The original's format is read once it is loaded, for the variant's
+    /// first request only.
+    func encodingChoice(negotiated: ImageFormat?) -> ImageEncodingChoice {
+        if let format = self.format ?? negotiated { return .always(self.encoding(format)) }
+        let jpeg = self.encoding(.jpeg)
+        return ImageEncodingChoice(name: "original(\(jpeg)|png)") { $0 == .jpeg ? jpeg : .png }
+    }
+
     /// The encoding of `format` at the quality asked for.
     func encoding(_ format: ImageFormat) -> ImageEncoding {
         switch (format, self.quality) {

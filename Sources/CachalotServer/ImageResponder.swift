@@ -87,16 +87,10 @@ struct ImageResponder: Sendable {
         }
         let negotiated = image.format == nil ? ImageRequest.negotiated(request.fields[.accept]) : nil
         do {
-            var format = image.format ?? negotiated
-            if format == nil {
-                // The original's own format, if a client can take it: JPEG or PNG.
-                let original = try await self.pipeline.original(url)
-                format = ImageFormat(sniffing: original.body) == .jpeg ? .jpeg : .png
-            }
             let encoded = try await self.pipeline.encodedImage(
                 for: url,
                 processors: image.processors,
-                encoding: image.encoding(format ?? .png)
+                choosing: image.encodingChoice(negotiated: negotiated)
             )
             let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
             var response = HTTPResponse(status: .ok)

@@ -448,6 +448,23 @@ struct PipelineTests {
         await pipeline.waitForBackgroundWork()
     }
 
+    @Test("memory keeps a bitmap until its original's expiry by the pipeline's clock, not the process's")
+    func memoryExpiresByThePipelinesClock() async throws {
+        let png = try Self.picture(1)
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: png) }
+        defer { origin.stop() }
+        let clock = ManualWallClock()
+        let (pipeline, _) = try self.pipeline(now: { clock.now })
+        let url = origin.url("/photo.png")
+        let thumbnail = [Thumbnail(maximumPixelSize: 8)]
+        _ = try await pipeline.image(for: url, processors: thumbnail)
+        clock.advance(by: 59)
+        #expect(pipeline.cachedImage(for: url, processors: thumbnail) != nil)
+        clock.advance(by: 2)
+        #expect(pipeline.cachedImage(for: url, processors: thumbnail) == nil)
+        await pipeline.waitForBackgroundWork()
+    }
+
     @Test("an encoded variant asked for again comes from memory, not from variants")
     func encodedVariantsInMemory() async throws {
         let png = try Self.picture(1)

@@ -255,6 +255,22 @@ struct ImageEndpointTests {
         try await proxy.stop()
     }
 
+    @Test("a client that takes neither AVIF nor WebP gets the original's format from one load of the original")
+    func originalFormatFromOneLoad() async throws {
+        let origin = try await Self.origin()
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        // An original that is fetched anew for each request: each costs one fetch, not two.
+        let path = endpoint.path(for: "/private.jpg", options: "w64")
+        for count in 1...2 {
+            let answer = try await proxy.send(path, headers: [("Accept", "*/*")])
+            #expect(answer.status == 200 && answer.headers["content-type"] == ["image/jpeg"])
+            #expect(answer.headers["vary"] == ["Accept"])
+            #expect(origin.requests.count == count)
+        }
+        try await proxy.stop()
+    }
+
     @Test("purging an original on the admin listener removes its variants too: the next one is made anew")
     func purgeRemovesVariants() async throws {
         let origin = try await Self.origin()

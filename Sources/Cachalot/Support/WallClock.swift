@@ -23,3 +23,43 @@ public enum WallClock {
         #endif
     }
 }
+
+/// A wall clock read by a function, as a Swift `Clock`: for a ``MemoryCache`` whose entries
+/// expire by the same clock as a loader's or a pipeline's `now`, a test's included.
+public struct DateClock: Clock {
+    /// A moment on the wall clock.
+    public struct Instant: InstantProtocol {
+        /// The moment.
+        public let date: Date
+
+        public func advanced(by duration: Duration) -> Self {
+            let (seconds, attoseconds) = duration.components
+            return Self(date: self.date.addingTimeInterval(TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18))
+        }
+
+        public func duration(to other: Self) -> Duration { .seconds(other.date.timeIntervalSince(self.date)) }
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.date < rhs.date }
+    }
+
+    private let read: @Sendable () -> Date
+
+    /// A clock that reads `read`.
+    ///
+    /// - Parameter read: The wall clock. Default: ``WallClock/now()``.
+    public init(_ read: @escaping @Sendable () -> Date = WallClock.now) {
+        self.read = read
+    }
+
+    /// The moment `read` gives.
+    public var now: Instant { Instant(date: self.read()) }
+
+    /// A microsecond: finer than a `Date` keeps for today's dates.
+    public var minimumResolution: Duration { .microseconds(1) }
+
+    /// Sleeps for as long as `read` says is left until `deadline`, once: a wall clock that moves
+    /// faster or slower than real time is not followed.
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await Task.sleep(for: max(.zero, self.now.duration(to: deadline)))
+    }
+}
