@@ -33,6 +33,11 @@ public struct EncodedImage: Sendable, Hashable {
     /// ``Source/revalidated``): from the origin, revalidated, or from the loader's tiers.
     /// `nil` for ``Source/stored``.
     public let original: Resource.Source?
+    /// A weak entity tag (`W/"…"`) for the bytes, when they are stored: the same for every
+    /// variant made from the same original bytes by the same processors and encoding, so that a
+    /// downstream cache can revalidate with `If-None-Match`. `nil` for bytes that are not kept
+    /// (their original may not be stored) or were stored before the original's digest was kept.
+    public let entityTag: String?
 
     /// Makes an encoded image of `data`; the pipeline makes these, and tests and fakes may too.
     ///
@@ -42,11 +47,20 @@ public struct EncodedImage: Sendable, Hashable {
     ///   - expires: When they stop being fresh.
     ///   - source: Whether they were stored or made now.
     ///   - original: Where the original came from, if it was loaded. Default: `nil`.
-    public init(data: Data, format: ImageFormat, expires: Date, source: Source, original: Resource.Source? = nil) {
+    ///   - entityTag: The bytes' weak entity tag, if they are stored. Default: `nil`.
+    public init(
+        data: Data,
+        format: ImageFormat,
+        expires: Date,
+        source: Source,
+        original: Resource.Source? = nil,
+        entityTag: String? = nil
+    ) {
         self.data = data
         self.format = format
         self.expires = expires
         self.source = source
         self.original = original
+        self.entityTag = entityTag
     }
 }

@@ -265,7 +265,13 @@ public final class ImagePipeline: Sendable {
         let epoch = self.removals.withLock { $0 }
         let stored = self.variantMemory.value(forKey: key) ?? self.storedVariantKeptInMemory(key, epoch: epoch)
         if let stored, self.now() < stored.life.expiry, let format = ImageFormat(sniffing: stored.data) {
-            return EncodedImage(data: stored.data, format: format, expires: stored.life.expiry, source: .stored)
+            return EncodedImage(
+                data: stored.data,
+                format: format,
+                expires: stored.life.expiry,
+                source: .stored,
+                entityTag: stored.life.entityTag(forKey: key)
+            )
         }
         return try await self.encodedFlights.run(key, priority: priority.rawValue, progress: nil) { _ in
             try await self.makeEncoded(
@@ -303,7 +309,8 @@ public final class ImagePipeline: Sendable {
                 format: format,
                 expires: life.expiry,
                 source: .revalidated,
-                original: resource.source
+                original: resource.source,
+                entityTag: life.entityTag(forKey: key)
             )
         }
         let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
@@ -313,7 +320,8 @@ public final class ImagePipeline: Sendable {
         let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(bitmap, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
-        if let life, life.isKept(at: self.now()) {
+        let kept = life.map { $0.isKept(at: self.now()) } ?? false
+        if let life, kept {
             self.keep((data, life), forKey: key, replacing: nil, since: epoch)
         } else if expired != nil {
             self.removing(key)
@@ -323,7 +331,8 @@ public final class ImagePipeline: Sendable {
             format: encoding.format,
             expires: life?.expiry ?? self.now(),
             source: .made,
-            original: resource.source
+            original: resource.source,
+            entityTag: kept ? life?.entityTag(forKey: key) : nil
         )
     }
 

@@ -46,24 +46,21 @@ enum Resampler {
                 }
             }
         )
-        // Then columns.
+        // Then columns, a row out at a time: each is a weighted sum of whole rows in, read in order.
         var result = Bitmap(
             width: width,
             height: height,
             format: bitmap.format,
             filling: { out, outRow in
                 wide.pixels.withUnsafeBytes { raw in
-                    let input = raw.bindMemory(to: UInt8.self)
-                    for x in 0..<width {
-                        Self.filter(
-                            input.baseAddress! + x * channels,
-                            stride: wide.bytesPerRow,
-                            into: out + x * channels,
-                            outputStride: outRow,
-                            channels: channels,
-                            weights: rows
-                        )
-                    }
+                    Self.filterRows(
+                        raw.bindMemory(to: UInt8.self).baseAddress!,
+                        rowBytes: wide.bytesPerRow,
+                        into: out,
+                        outputRowBytes: outRow,
+                        count: width * channels,
+                        weights: rows
+                    )
                 }
             }
         )
@@ -150,6 +147,33 @@ enum Resampler {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Filters columns of bytes, `rowBytes` apart: each row out is the weighted sum of the rows
+    /// in that `weights` give it, `count` bytes of each, summed a whole row at a time so that
+    /// memory is read in order and the loop vectorizes.
+    private static func filterRows(
+        _ input: UnsafePointer<UInt8>,
+        rowBytes: Int,
+        into output: UnsafeMutablePointer<UInt8>,
+        outputRowBytes: Int,
+        count: Int,
+        weights: Weights
+    ) {
+        let sums = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        defer { sums.deallocate() }
+        weights.values.withUnsafeBufferPointer { values in
+            for position in 0..<weights.starts.count {
+                sums.initialize(repeating: 0.5, count: count)
+                for tap in 0..<weights.counts[position] {
+                    let weight = values[position * weights.taps + tap]
+                    let row = input + (weights.starts[position] + tap) * rowBytes
+                    for index in 0..<count { sums[index] += Float(row[index]) * weight }
+                }
+                let to = output + position * outputRowBytes
+                for index in 0..<count { to[index] = UInt8(min(max(sums[index], 0), 255)) }
             }
         }
     }

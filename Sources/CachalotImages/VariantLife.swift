@@ -29,6 +29,13 @@ struct VariantLife: Sendable, Equatable {
         SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// A weak entity tag for the variant stored under `key` with this life: the same for every
+    /// variant made from the same original bytes by the same processors and encoding (the key
+    /// names them), wherever it was made; `nil` without the original's digest.
+    func entityTag(forKey key: String) -> String? {
+        self.original.map { "W/\"" + Self.digest(of: Data((key + "\n" + $0).utf8)).prefix(32) + "\"" }
+    }
+
     /// Whether a variant with this life is worth keeping at `now`: while it is fresh, or after,
     /// if its original's bytes are known, to tell whether it changed.
     func isKept(at now: Date) -> Bool {

@@ -32,7 +32,8 @@ struct ImageResponder: Sendable {
         }
         status = answer.response.status
         let cacheStatus = answer.response.headerFields[.cacheStatus] ?? ""
-        answer.response.headerFields[.contentLength] = String(answer.body.count)
+        // A 304 has no body, and no length but its representation's, which it need not say.
+        if status != .notModified { answer.response.headerFields[.contentLength] = String(answer.body.count) }
         answer.response.headerFields[.date] = HTTPDate.format(Date())
         writer.head(answer.response)
         let body = head.method == .HEAD ? Data() : answer.body
@@ -95,9 +96,12 @@ struct ImageResponder: Sendable {
             let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
             var response = HTTPResponse(status: .ok)
             response.headerFields[.contentType] = encoded.format.mediaType
-            // Downstream stores a variant only while it is fresh: it has no validator of its own
-            // to be revalidated by.
-            response.headerFields[.cacheControl] = timeToLive > 0 ? "public, max-age=\(timeToLive)" : "no-store"
+            // A stored variant has a tag, by which downstream revalidates it once it is stale;
+            // one that is not kept may not be stored downstream either.
+            response.headerFields[.eTag] = encoded.entityTag
+            response.headerFields[.cacheControl] =
+                timeToLive > 0
+                ? "public, max-age=\(timeToLive)" : encoded.entityTag != nil ? "public, no-cache" : "no-store"
             if image.format == nil { response.headerFields[.vary] = "Accept" }
             var cacheStatus = CacheStatus(name: self.server.configuration.name)
             switch encoded.source {
@@ -125,8 +129,21 @@ struct ImageResponder: Sendable {
                 cacheStatus.stored = true
             case .made:
                 cacheStatus.forward = "miss"
+                cacheStatus.stored = encoded.entityTag != nil
             }
             response.headerFields[.cacheStatus] = cacheStatus.description
+            let conditional = HTTPRequest(
+                method: head.method == .HEAD ? .head : .get,
+                scheme: nil,
+                authority: nil,
+                path: "/",
+                headerFields: request.fields
+            )
+            if Preconditions.evaluate(conditional, against: response) == .notModified {
+                var notModified = Preconditions.notModified(from: response)
+                notModified.headerFields[.cacheStatus] = cacheStatus.description
+                return (notModified, Data())
+            }
             return (response, encoded.data)
         } catch let error as ImageError {
             throw Self.refusal(of: error)

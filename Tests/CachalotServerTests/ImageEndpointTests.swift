@@ -105,7 +105,7 @@ struct ImageEndpointTests {
     }
 
     @Test(
-        "a variant of an original without freshness is kept: once the origin answers 304 for the original, it is sent again as is"
+        "a variant of an original without freshness is kept and tagged: after a 304 for the original it is sent again, and a client's matching If-None-Match gets 304"
     )
     func revalidatedVariant() async throws {
         let origin = try await Self.origin()
@@ -113,12 +113,22 @@ struct ImageEndpointTests {
         let proxy = try await self.proxy(origin, endpoint)
         let path = endpoint.path(for: "/tagged.jpg", options: "w64,png")
         let made = try await proxy.send(path)
-        #expect(made.status == 200 && made.cacheStatus == "cachalot; fwd=miss")
-        #expect(made.headers["cache-control"] == ["no-store"])
+        #expect(made.status == 200 && made.cacheStatus == "cachalot; fwd=miss; stored")
+        // Stored without freshness: downstream may keep it, and must revalidate it by its tag.
+        #expect(made.headers["cache-control"] == ["public, no-cache"])
+        let tag = try #require(made.headers["etag"].first)
+        #expect(tag.hasPrefix("W/\"") && tag.count == 36)
         let kept = try await proxy.send(path)
-        #expect(kept.status == 200 && kept.body == made.body)
+        #expect(kept.status == 200 && kept.body == made.body && kept.headers["etag"] == [tag])
         #expect(kept.cacheStatus == "cachalot; fwd=stale; fwd-status=304; ttl=0; stored")
         #expect(origin.requests.count == 2 && origin.requests.last?.headerFields[.ifNoneMatch] == "\"1\"")
+        // A client that holds it is told it has not changed, with no body and no length.
+        let current = try await proxy.send(path, headers: [("If-None-Match", tag)])
+        #expect(current.status == 304 && current.body.isEmpty && current.headers["content-length"].isEmpty)
+        #expect(current.headers["etag"] == [tag] && current.headers["content-type"].isEmpty)
+        #expect(current.headers["cache-control"] == ["public, no-cache"])
+        let other = try await proxy.send(path, headers: [("If-None-Match", "W/\"other\"")])
+        #expect(other.status == 200 && other.body == made.body)
         try await proxy.stop()
     }
 
