@@ -32,16 +32,18 @@ enum Resampler {
             format: bitmap.format,
             filling: { out, outRow in
                 source.pixels.withUnsafeBytes { raw in
-                    let input = raw.bindMemory(to: UInt8.self)
-                    for y in 0..<source.height {
-                        Self.filter(
-                            input.baseAddress! + y * source.bytesPerRow,
-                            stride: channels,
-                            into: out + y * outRow,
-                            outputStride: channels,
-                            channels: channels,
-                            weights: columns
+                    let input = raw.bindMemory(to: UInt8.self).baseAddress!
+                    if channels == 4 {
+                        Self.filterPixels(
+                            input,
+                            SIMD4<Float>.self,
+                            of: source,
+                            into: out,
+                            outputRowBytes: outRow,
+                            columns
                         )
+                    } else {
+                        Self.filterPixels(input, Float.self, of: source, into: out, outputRowBytes: outRow, columns)
                     }
                 }
             }
@@ -106,44 +108,48 @@ enum Resampler {
         }
     }
 
-    /// Filters one line of pixels (`stride` bytes apart) into another. The channels of a pixel
-    /// are summed together, in one pass over the taps.
-    private static func filter(
+    /// Filters each row of `source` along its length: each pixel out is the weighted sum of the
+    /// pixels in that `weights` give it. A row is made `Pixel`s of floats once (4 channels a
+    /// SIMD4, or 1), so that each tap is one load and one multiply-add.
+    private static func filterPixels<Pixel: FilterablePixel>(
         _ input: UnsafePointer<UInt8>,
-        stride: Int,
+        _: Pixel.Type,
+        of source: Bitmap,
         into output: UnsafeMutablePointer<UInt8>,
-        outputStride: Int,
-        channels: Int,
-        weights: Weights
+        outputRowBytes: Int,
+        _ weights: Weights
     ) {
+        let row = UnsafeMutablePointer<Pixel>.allocate(capacity: source.width)
+        defer { row.deallocate() }
         weights.values.withUnsafeBufferPointer { values in
             weights.starts.withUnsafeBufferPointer { starts in
                 weights.counts.withUnsafeBufferPointer { counts in
-                    for position in 0..<starts.count {
-                        let taps = values.baseAddress! + position * weights.taps
-                        var source = input + starts[position] * stride
-                        let pixel = output + position * outputStride
-                        if channels == 4 {
-                            var sums: SIMD4<Float> = .init(repeating: 0.5)
-                            for tap in 0..<counts[position] {
-                                let value = SIMD4<Float>(
-                                    Float(source[0]),
-                                    Float(source[1]),
-                                    Float(source[2]),
-                                    Float(source[3])
-                                )
-                                sums += value * taps[tap]
-                                source += stride
+                    for y in 0..<source.height {
+                        let bytes = input + y * source.bytesPerRow
+                        for x in 0..<source.width { row[x] = Pixel(bytes + x * Pixel.channels) }
+                        let to = output + y * outputRowBytes
+                        for position in 0..<starts.count {
+                            let taps = values.baseAddress! + position * weights.taps
+                            let first = row + starts[position]
+                            // Four sums, of every fourth tap, that do not wait on each other.
+                            var sums = (Pixel.half, Pixel.zero, Pixel.zero, Pixel.zero)
+                            let count = counts[position]
+                            var tap = 0
+                            while tap + 4 <= count {
+                                sums.0.add(first[tap], times: taps[tap])
+                                sums.1.add(first[tap + 1], times: taps[tap + 1])
+                                sums.2.add(first[tap + 2], times: taps[tap + 2])
+                                sums.3.add(first[tap + 3], times: taps[tap + 3])
+                                tap += 4
                             }
-                            let clamped = sums.clamped(lowerBound: .zero, upperBound: .init(repeating: 255))
-                            for channel in 0..<4 { pixel[channel] = UInt8(clamped[channel]) }
-                        } else {
-                            var sum: Float = 0.5
-                            for tap in 0..<counts[position] {
-                                sum += Float(source[0]) * taps[tap]
-                                source += stride
+                            while tap < count {
+                                sums.0.add(first[tap], times: taps[tap])
+                                tap += 1
                             }
-                            pixel[0] = UInt8(min(max(sum, 0), 255))
+                            sums.0.add(sums.1, times: 1)
+                            sums.2.add(sums.3, times: 1)
+                            sums.0.add(sums.2, times: 1)
+                            sums.0.store(to + position * Pixel.channels)
                         }
                     }
                 }
@@ -216,4 +222,46 @@ enum Resampler {
             pixels: pixels
         )
     }
+}
+
+/// A pixel as floats, for the resampler's row pass: 4 channels or 1.
+private protocol FilterablePixel {
+    static var channels: Int { get }
+    /// Every channel 0.5: a sum's start, so that truncation rounds.
+    static var half: Self { get }
+    static var zero: Self { get }
+    /// The pixel of `channels` bytes at `bytes`.
+    init(_ bytes: UnsafePointer<UInt8>)
+    mutating func add(_ pixel: Self, times weight: Float)
+    /// Writes the channels, clamped to 0...255 and truncated.
+    func store(_ bytes: UnsafeMutablePointer<UInt8>)
+}
+
+extension SIMD4: FilterablePixel where Scalar == Float {
+    fileprivate static var channels: Int { 4 }
+    fileprivate static var half: Self { .init(repeating: 0.5) }
+
+    @inline(__always)
+    fileprivate init(_ bytes: UnsafePointer<UInt8>) {
+        self.init(Float(bytes[0]), Float(bytes[1]), Float(bytes[2]), Float(bytes[3]))
+    }
+
+    @inline(__always)
+    fileprivate mutating func add(_ pixel: Self, times weight: Float) { self += pixel * weight }
+
+    @inline(__always)
+    fileprivate func store(_ bytes: UnsafeMutablePointer<UInt8>) {
+        for channel in 0..<4 { bytes[channel] = UInt8(Swift.min(Swift.max(self[channel], 0), 255)) }
+    }
+}
+
+extension Float: FilterablePixel {
+    fileprivate static var channels: Int { 1 }
+    fileprivate static var half: Float { 0.5 }
+
+    fileprivate init(_ bytes: UnsafePointer<UInt8>) { self.init(bytes[0]) }
+
+    fileprivate mutating func add(_ pixel: Float, times weight: Float) { self += pixel * weight }
+
+    fileprivate func store(_ bytes: UnsafeMutablePointer<UInt8>) { bytes[0] = UInt8(min(max(self, 0), 255)) }
 }
