@@ -32,13 +32,16 @@ public struct DateClock: Clock {
         /// The moment.
         public let date: Date
 
+        /// The moment `duration` later.
         public func advanced(by duration: Duration) -> Self {
             let (seconds, attoseconds) = duration.components
             return Self(date: self.date.addingTimeInterval(TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18))
         }
 
+        /// The time from this moment to `other`, negative if `other` is earlier.
         public func duration(to other: Self) -> Duration { .seconds(other.date.timeIntervalSince(self.date)) }
 
+        /// Whether `lhs` is earlier.
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.date < rhs.date }
     }
 
