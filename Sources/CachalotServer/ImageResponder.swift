@@ -35,14 +35,16 @@ struct ImageResponder: Sendable {
         // A 304 has no body, and no length but its representation's, which it need not say.
         if status != .notModified { answer.response.headerFields[.contentLength] = String(answer.body.count) }
         answer.response.headerFields[.date] = HTTPDate.format(Date())
-        writer.head(answer.response)
         let body = head.method == .HEAD ? Data() : answer.body
-        try await writer.whole(body)
-        self.server.log(request, status: status.code, cacheStatus: cacheStatus, bytes: body.count, since: started)
+        // Counted before it is sent, so that a client that has its answer sees it counted. A 304
+        // is an answer, not an error.
         self.server.metrics?.request(
-            status != .ok ? .error : cacheStatus.contains("; hit") ? .hit : .forward,
+            status != .ok && status != .notModified ? .error : cacheStatus.contains("; hit") ? .hit : .forward,
             bytes: body.count
         )
+        writer.head(answer.response)
+        try await writer.whole(body)
+        self.server.log(request, status: status.code, cacheStatus: cacheStatus, bytes: body.count, since: started)
         return true
     }
 

@@ -110,7 +110,11 @@ struct ImageEndpointTests {
     func revalidatedVariant() async throws {
         let origin = try await Self.origin()
         let endpoint = try self.endpoint()
-        let proxy = try await self.proxy(origin, endpoint)
+        let metrics = TestMetrics()
+        let proxy = try await ProxyHarness(origin: origin) {
+            $0.images = endpoint
+            $0.metrics = MetricsConfiguration(label: "cachalot_proxy", factory: metrics)
+        }
         let path = endpoint.path(for: "/tagged.jpg", options: "w64,png")
         let made = try await proxy.send(path)
         #expect(made.status == 200 && made.cacheStatus == "cachalot; fwd=miss; stored")
@@ -127,6 +131,8 @@ struct ImageEndpointTests {
         #expect(current.status == 304 && current.body.isEmpty && current.headers["content-length"].isEmpty)
         #expect(current.headers["etag"] == [tag] && current.headers["content-type"].isEmpty)
         #expect(current.headers["cache-control"] == ["public, no-cache"])
+        // A 304 is an answer, not an error.
+        #expect(try metrics.expectCounter("cachalot_proxy_requests", [("cache", "error")]).totalValue == 0)
         let other = try await proxy.send(path, headers: [("If-None-Match", "W/\"other\"")])
         #expect(other.status == 200 && other.body == made.body)
         try await proxy.stop()
