@@ -51,8 +51,18 @@ struct ImageEndpointTests {
         )
     }
 
-    func proxy(_ origin: TestOrigin, _ endpoint: ImageEndpoint) async throws -> ProxyHarness {
-        try await ProxyHarness(origin: origin) { $0.images = endpoint }
+    /// A proxy with `endpoint`, its metrics recorded by `metrics` if given.
+    func proxy(
+        _ origin: TestOrigin,
+        _ endpoint: ImageEndpoint,
+        metrics: TestMetrics? = nil
+    ) async throws
+        -> ProxyHarness
+    {
+        try await ProxyHarness(origin: origin) {
+            $0.images = endpoint
+            if let metrics { $0.metrics = MetricsConfiguration(label: "cachalot_proxy", factory: metrics) }
+        }
     }
 
     @Test("a signed thumbnail: the format the client takes best, Vary: Accept, made once, then a hit")
@@ -111,10 +121,7 @@ struct ImageEndpointTests {
         let origin = try await Self.origin()
         let endpoint = try self.endpoint()
         let metrics = TestMetrics()
-        let proxy = try await ProxyHarness(origin: origin) {
-            $0.images = endpoint
-            $0.metrics = MetricsConfiguration(label: "cachalot_proxy", factory: metrics)
-        }
+        let proxy = try await self.proxy(origin, endpoint, metrics: metrics)
         let path = endpoint.path(for: "/tagged.jpg", options: "w64,png")
         let made = try await proxy.send(path)
         #expect(made.status == 200 && made.cacheStatus == "cachalot; fwd=miss; stored")
@@ -147,10 +154,7 @@ struct ImageEndpointTests {
         endpoint.threads = 1
         endpoint.queueLimit = 1
         let metrics = TestMetrics()
-        let proxy = try await ProxyHarness(origin: origin) {
-            $0.images = endpoint
-            $0.metrics = MetricsConfiguration(label: "cachalot_proxy", factory: metrics)
-        }
+        let proxy = try await self.proxy(origin, endpoint, metrics: metrics)
         let workers = try #require(proxy.server.images?.1.workers)
         // A proxied GET, cached before the image thread is taken.
         #expect(try await proxy.send("/text").status == 200)
