@@ -169,7 +169,10 @@ let package = Package(
         ),
         .target(
             name: "CCachalotImageCodecs",
-            dependencies: ["CPNG", "CJPEG", "CWebP", "CAVIF", "CGIF"]
+            dependencies: ["CPNG", "CJPEG", "CWebP", "CAVIF", "CGIF"],
+            // libwebpmux (the animation encoder) ships with libwebpdemux, whose pkg-config names
+            // only itself and libwebp.
+            linkerSettings: [.linkedLibrary("webpmux")]
         ),
         .target(
             name: "CachalotImages",

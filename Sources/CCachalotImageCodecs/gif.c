@@ -309,6 +309,8 @@ static cachalot_image_status decode_frames(
                 break;
             }
             out->frames[0] = reducer.out;
+            reducer.out.pixels = NULL;
+            cachalot_reducer_free(&reducer);
         } else if (draw_frame(gif, canvas, line, &next) != GIF_OK) {
             free(pixels);
             status = failed(gif->Error, &s, message, message_size);
@@ -366,5 +368,63 @@ cachalot_image_status cachalot_gif_decode(
         animation.frames[0].pixels = NULL;
         cachalot_animation_free(&animation);
     }
+    return status;
+}
+
+cachalot_image_status cachalot_gif_frame_count(
+    const uint8_t *data, size_t size, uint32_t maximum, uint32_t *count, char *message, size_t message_size) {
+    *count = 0;
+    source s = {data, size, 0};
+    int error = 0;
+    GifFileType *gif = DGifOpen(&s, read_bytes, &error);
+    if (gif == NULL) {
+        return failed(error, &s, message, message_size);
+    }
+    cachalot_image_status status = CACHALOT_IMAGE_OK;
+    // The records are walked as decode_frames walks them, the frames' data skipped undecoded.
+    while (status == CACHALOT_IMAGE_OK && (maximum == 0 || *count < maximum)) {
+        GifRecordType type;
+        if (DGifGetRecordType(gif, &type) != GIF_OK) {
+            if (*count == 0 || s.offset < s.size) {
+                status = failed(gif->Error, &s, message, message_size);
+            }
+            break;
+        }
+        if (type == TERMINATE_RECORD_TYPE) {
+            break;
+        }
+        GifByteType *block = NULL;
+        int code;
+        if (type == EXTENSION_RECORD_TYPE) {
+            if (DGifGetExtension(gif, &code, &block) != GIF_OK) {
+                status = failed(gif->Error, &s, message, message_size);
+            }
+            while (status == CACHALOT_IMAGE_OK && block != NULL) {
+                if (DGifGetExtensionNext(gif, &block) != GIF_OK) {
+                    status = failed(gif->Error, &s, message, message_size);
+                }
+            }
+            continue;
+        }
+        if (type != IMAGE_DESC_RECORD_TYPE || DGifGetImageDesc(gif) != GIF_OK ||
+            DGifGetCode(gif, &code, &block) != GIF_OK) {
+            status = failed(type != IMAGE_DESC_RECORD_TYPE ? D_GIF_ERR_WRONG_RECORD : gif->Error, &s, message,
+                            message_size);
+            break;
+        }
+        while (status == CACHALOT_IMAGE_OK && block != NULL) {
+            if (DGifGetCodeNext(gif, &block) != GIF_OK) {
+                status = failed(gif->Error, &s, message, message_size);
+            }
+        }
+        if (status == CACHALOT_IMAGE_OK) {
+            (*count)++;
+        }
+    }
+    if (status == CACHALOT_IMAGE_OK && *count == 0) {
+        snprintf(message, message_size, "the GIF has no frames");
+        status = CACHALOT_IMAGE_CORRUPT;
+    }
+    DGifCloseFile(gif, &error);
     return status;
 }

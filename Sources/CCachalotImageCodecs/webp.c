@@ -8,6 +8,7 @@
 #include <webp/decode.h>
 #include <webp/demux.h>
 #include <webp/encode.h>
+#include <webp/mux.h>
 
 /// The status and message for a libwebp status.
 static cachalot_image_status failed(VP8StatusCode code, char *message, size_t message_size) {
@@ -277,4 +278,124 @@ cachalot_image_status cachalot_webp_encode(
     *out_size = size;
     WebPFree(encoded);
     return CACHALOT_IMAGE_OK;
+}
+
+cachalot_image_status cachalot_webp_frame_count(
+    const uint8_t *data, size_t size, uint32_t *count, char *message, size_t message_size) {
+    WebPData input = {data, size};
+    WebPDemuxer *demuxer = WebPDemux(&input);
+    if (demuxer == NULL) {
+        return demux_failure(&input, message, message_size);
+    }
+    *count = WebPDemuxGetI(demuxer, WEBP_FF_FRAME_COUNT);
+    WebPDemuxDelete(demuxer);
+    if (*count == 0) {
+        snprintf(message, message_size, "the WebP has no frames");
+        return CACHALOT_IMAGE_CORRUPT;
+    }
+    return CACHALOT_IMAGE_OK;
+}
+
+struct cachalot_webp_animation {
+    WebPAnimEncoder *encoder;
+    WebPConfig config;
+    int width;
+    int height;
+    /// Where the next frame starts, in milliseconds.
+    int64_t timestamp;
+    uint32_t frame_count;
+};
+
+cachalot_webp_animation *cachalot_webp_animation_start(
+    uint32_t width, uint32_t height, uint32_t loop_count, int quality, char *message, size_t message_size) {
+    cachalot_webp_animation *animation = calloc(1, sizeof *animation);
+    WebPAnimEncoderOptions options;
+    if (animation == NULL) {
+        snprintf(message, message_size, "out of memory");
+        return NULL;
+    }
+    if (!WebPAnimEncoderOptionsInit(&options) || !WebPConfigInit(&animation->config)) {
+        snprintf(message, message_size, "libwebp's version does not match its headers");
+        free(animation);
+        return NULL;
+    }
+    options.anim_params.loop_count = (int)(loop_count > 65535 ? 65535 : loop_count);
+    options.anim_params.bgcolor = 0;
+    animation->config.quality = (float)(quality < 0 ? 0 : quality > 100 ? 100 : quality);
+    animation->width = (int)width;
+    animation->height = (int)height;
+    animation->encoder = width > 0 && height > 0 && width <= 16383 && height <= 16383
+                             ? WebPAnimEncoderNew((int)width, (int)height, &options)
+                             : NULL;
+    if (animation->encoder == NULL) {
+        snprintf(message, message_size, "libwebp could not encode an animation of %ux%u pixels", width, height);
+        free(animation);
+        return NULL;
+    }
+    return animation;
+}
+
+cachalot_image_status cachalot_webp_animation_add(
+    cachalot_webp_animation *animation, const cachalot_pixels *frame, uint32_t duration, char *message,
+    size_t message_size) {
+    animation->frame_count++;
+    if ((int)frame->width != animation->width || (int)frame->height != animation->height) {
+        snprintf(message, message_size, "frame %u is %ux%u, not the canvas's %dx%d", animation->frame_count,
+                 frame->width, frame->height, animation->width, animation->height);
+        return CACHALOT_IMAGE_UNSUPPORTED;
+    }
+    uint8_t *copy = frame->channels == 4 ? NULL : cachalot_rgba_copy(frame);
+    WebPPicture picture;
+    if (!WebPPictureInit(&picture) || (frame->channels != 4 && copy == NULL)) {
+        free(copy);
+        return failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+    }
+    picture.width = animation->width;
+    picture.height = animation->height;
+    picture.use_argb = 1;
+    int imported = copy != NULL ? WebPPictureImportRGBA(&picture, copy, animation->width * 4)
+                                : WebPPictureImportRGBA(&picture, frame->pixels, (int)frame->bytes_per_row);
+    free(copy);
+    cachalot_image_status status = CACHALOT_IMAGE_OK;
+    if (!imported) {
+        status = failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+    } else if (!WebPAnimEncoderAdd(animation->encoder, &picture, (int)animation->timestamp, &animation->config)) {
+        snprintf(message, message_size, "libwebp could not encode frame %u: %s", animation->frame_count,
+                 WebPAnimEncoderGetError(animation->encoder));
+        status = CACHALOT_IMAGE_UNSUPPORTED;
+    }
+    WebPPictureFree(&picture);
+    // libwebp's timestamps are ints: an animation longer than 24 days stops growing there.
+    animation->timestamp += duration;
+    if (animation->timestamp > INT32_MAX) {
+        animation->timestamp = INT32_MAX;
+    }
+    return status;
+}
+
+cachalot_image_status cachalot_webp_animation_finish(
+    cachalot_webp_animation *animation, uint8_t **out, size_t *out_size, char *message, size_t message_size) {
+    cachalot_image_status status = CACHALOT_IMAGE_OK;
+    WebPData assembled;
+    WebPDataInit(&assembled);
+    if (out == NULL) {
+        // Abandoned.
+    } else if (animation->frame_count == 0) {
+        snprintf(message, message_size, "an animation has at least one frame");
+        status = CACHALOT_IMAGE_UNSUPPORTED;
+    } else if (!WebPAnimEncoderAdd(animation->encoder, NULL, (int)animation->timestamp, NULL) ||
+               !WebPAnimEncoderAssemble(animation->encoder, &assembled)) {
+        snprintf(message, message_size, "libwebp could not assemble the animation: %s",
+                 WebPAnimEncoderGetError(animation->encoder));
+        status = CACHALOT_IMAGE_UNSUPPORTED;
+    } else if ((*out = malloc(assembled.size)) == NULL) {
+        status = failed(VP8_STATUS_OUT_OF_MEMORY, message, message_size);
+    } else {
+        memcpy(*out, assembled.bytes, assembled.size);
+        *out_size = assembled.size;
+    }
+    WebPDataClear(&assembled);
+    WebPAnimEncoderDelete(animation->encoder);
+    free(animation);
+    return status;
 }

@@ -22,9 +22,11 @@ struct ImageCommand: AsyncParsableCommand {
 
             The original is loaded through the cache as with `get`, and the variant made of it is \
             kept in the same cache directory, fresh as long as the original is: a second run is \
-            answered from the variant, without decoding. It reads PNG, JPEG, WebP, AVIF and GIF (the \
-            first frame), told by their bytes, and writes JPEG, PNG, WebP or AVIF: --format, else \
-            the output file's extension, else the original's format (PNG for a GIF).
+            answered from the variant, without decoding. It reads PNG, JPEG, WebP, AVIF and GIF, \
+            told by their bytes, and writes JPEG, PNG, WebP or AVIF: --format, else the output \
+            file's extension, else the original's format (PNG for a GIF). --format auto writes an \
+            animated WebP for an animated GIF or WebP and AVIF for any other. WebP keeps an \
+            animation, every frame resized; the other formats take its first frame.
 
             An answer that is not an image it can decode ends it with status 5.
             """
@@ -43,7 +45,7 @@ struct ImageCommand: AsyncParsableCommand {
     @Flag(help: "How the image meets the box (default: fit, never enlarged).")
     var mode: Mode = .fit
 
-    @Option(help: "The output's format: jpeg, png, webp or avif.")
+    @Option(help: "The output's format: jpeg, png, webp, avif, or auto (animated WebP or AVIF).")
     var format: OutputFormat?
 
     @Option(help: "The output's quality, 0 to 100 (default: jpeg 90, webp 80, avif 60).")
@@ -81,13 +83,16 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-        case jpeg, png, webp, avif
+        case jpeg, png, webp, avif, auto
 
         init?(fileExtension: String) {
-            self.init(rawValue: fileExtension.lowercased() == "jpg" ? "jpeg" : fileExtension.lowercased())
+            let name = fileExtension.lowercased() == "jpg" ? "jpeg" : fileExtension.lowercased()
+            guard name != "auto" else { return nil }
+            self.init(rawValue: name)
         }
 
-        var format: ImageFormat { ImageFormat(rawValue: self.rawValue)! }
+        /// `nil` for `auto`.
+        var format: ImageFormat? { ImageFormat(rawValue: self.rawValue) }
     }
 
     func validate() throws {
@@ -166,29 +171,33 @@ struct ImageCommand: AsyncParsableCommand {
     }
 
     /// The encoding asked for: --format, else the output file's extension, else the original's
-    /// format (PNG for a GIF), read from its bytes once the pipeline has loaded it.
+    /// format (PNG for a GIF), read from its bytes once the pipeline has loaded it. `auto` is the
+    /// best of AVIF and WebP, as the image endpoint chooses for a client that takes both.
     private var encodingChoice: ImageEncodingChoice {
         let extensionFormat = self.output.flatMap { path in
             path.contains(".") ? OutputFormat(fileExtension: String(path.split(separator: ".").last ?? "")) : nil
         }
         let quality = self.quality
-        if let format = (self.format ?? extensionFormat)?.format {
-            return .always(Self.encoding(format, quality: quality))
+        let original = ImageEncodingChoice(name: "original(\(quality.map(String.init) ?? "default"))") { original in
+            Self.encoding(original.format.flatMap { $0 == .gif ? nil : $0 } ?? .png, quality: quality)
         }
-        return ImageEncodingChoice(name: "original(\(quality.map(String.init) ?? "default"))") { original in
-            Self.encoding(original.flatMap { $0 == .gif ? nil : $0 } ?? .png, quality: quality)
+        switch self.format ?? extensionFormat {
+        case .auto?:
+            return .best(of: [.avif, .webp].map { Self.encoding($0, quality: quality) }, otherwise: original)
+        case let asked?:
+            return .always(Self.encoding(asked.format ?? .png, quality: quality))
+        case nil:
+            return original
         }
     }
 
-    /// The encoding of `format` at `quality`, or at the format's default.
+    /// The encoding of `format` at `quality`, or at the format's default; WebP animates.
     private static func encoding(_ format: ImageFormat, quality: Int?) -> ImageEncoding {
-        let encoding = ImageEncoding(format) ?? .png
-        guard let quality else { return encoding }
         switch format {
-        case .jpeg: return .jpeg(quality: quality)
-        case .webp: return .webp(quality: quality)
-        case .avif: return .avif(quality: quality)
-        case .png, .gif: return encoding
+        case .jpeg: return quality.map { .jpeg(quality: $0) } ?? .jpeg()
+        case .webp: return .webp(quality: quality ?? 80, animates: true)
+        case .avif: return quality.map { .avif(quality: $0) } ?? .avif()
+        case .png, .gif: return .png
         }
     }
 
@@ -197,6 +206,7 @@ struct ImageCommand: AsyncParsableCommand {
         let source = image.source == .stored ? "variant from cache" : "made"
         var line = "\(source) · \(image.format.rawValue) · \(ByteCount.format(image.data.count))"
         if let size = try? ImageDecoder().size(of: image.data) { line += " · \(size.width)x\(size.height)" }
+        if let frames = try? ImageDecoder().frameCount(of: image.data), frames > 1 { line += " · \(frames) frames" }
         line += " · \(formatDuration(elapsed))"
         GlobalOptions.say(line)
     }

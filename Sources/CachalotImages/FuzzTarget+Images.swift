@@ -15,7 +15,8 @@ extension FuzzTarget {
     /// - the size read from the header alone is the bitmap's (for JPEG, oriented upright);
     /// - at 1/8, a bitmap has at most the pixels of the whole image;
     /// - an animation's frames hold at most the limit's pixels together, all have the canvas's
-    ///   size, and its first frame is the still image.
+    ///   size, and its first frame is the still image; the frames counted without decoding are
+    ///   as many.
     ///
     /// ``Bitmap``'s own preconditions check that its rows hold its pixels; its last pixel is
     /// read, and has the bytes of its format.
@@ -26,6 +27,7 @@ extension FuzzTarget {
         let eighth = try? decoder.decode(data, scale: 1.0 / 8)
         let size = try? decoder.size(of: data)
         let animation = try? decoder.decodeAnimation(data)
+        let frameCount = try? decoder.frameCount(of: data)
         for bitmap in [whole, eighth].compactMap(\.self) {
             let pixel = bitmap.pixel(x: bitmap.width - 1, y: bitmap.height - 1)
             precondition(pixel.count == bitmap.format.bytesPerPixel, "a pixel of \(pixel.count) bytes")
@@ -51,6 +53,10 @@ extension FuzzTarget {
                 "a frame is not the canvas's size"
             )
             precondition(animation.frames[0].bitmap == whole, "the first frame is not the still image")
+            precondition(
+                frameCount == animation.frames.count,
+                "\(animation.frames.count) frames decode, but \(frameCount.map(String.init) ?? "none") are counted"
+            )
         }
         if let eighth {
             precondition(

@@ -112,6 +112,29 @@ public struct ImageDecoder: Sendable {
         }
     }
 
+    /// How many frames the image has: more than 1 for an animated GIF or WebP, else 1. Read from
+    /// the GIF's records or the WebP's chunks without decoding any pixels.
+    ///
+    /// - Throws: ``ImageError`` with code `unknownFormat` if the first bytes are not a known
+    ///   format; for a GIF or WebP, `truncated` or `corrupt` if its records or chunks cannot be
+    ///   read (a GIF may end without its trailer after a whole frame, as ``decode(_:)`` allows).
+    public func frameCount(of data: Data) throws(ImageError) -> Int {
+        var count: UInt32 = 0
+        var message = [CChar](repeating: 0, count: Self.messageSize)
+        let format = ImageFormat(sniffing: data)
+        let status = data.withUnsafeBytes { bytes in
+            let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return switch format {
+            case .gif: cachalot_gif_frame_count(start, bytes.count, 0, &count, &message, Self.messageSize)
+            case .webp: cachalot_webp_frame_count(start, bytes.count, &count, &message, Self.messageSize)
+            case .png, .jpeg, .avif, nil: CACHALOT_IMAGE_OK
+            }
+        }
+        guard let format else { throw Self.unknownFormat }
+        try Self.check(status, message, format == .gif ? "GIF" : "WebP")
+        return max(1, Int(count))
+    }
+
     /// The width and height the image will have once decoded whole (for JPEG, once oriented;
     /// for an animation, its canvas), read from its header.
     ///

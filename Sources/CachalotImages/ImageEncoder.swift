@@ -20,6 +20,66 @@ public enum ImageEncoder {
         }
     }
 
+    /// The animation in `encoding`'s format: every frame as an animated WebP if the encoding
+    /// ``ImageEncoding/animates`` and there is more than one, else the first frame, as
+    /// ``encode(_:as:)-(Bitmap,_)`` encodes it.
+    ///
+    /// - Throws: what ``webp(_:quality:)`` or ``encode(_:as:)-(Bitmap,_)`` throws.
+    public static func encode(_ animation: Animation, as encoding: ImageEncoding) throws(ImageError) -> Data {
+        guard encoding.animates, encoding.format == .webp, animation.frames.count > 1 else {
+            return try Self.encode(animation.frames[0].bitmap, as: encoding)
+        }
+        return try Self.webp(animation, quality: encoding.quality)
+    }
+
+    /// The animation as an animated WebP, lossy at `quality` (0 to 100), each frame shown for its
+    /// duration (to the millisecond), played ``Animation/loopCount`` times. libwebp keeps of
+    /// each frame the rectangle that changed, and merges a frame identical to the one before
+    /// into it, its duration added.
+    ///
+    /// - Parameters:
+    ///   - animation: The frames, all of the first's size.
+    ///   - quality: From 0 to 100, clamped to that range. Default: 80.
+    /// - Throws: ``ImageError`` with code `unsupported` if a frame's size differs from the first's
+    ///   or libwebp cannot encode it (a side longer than 16,383 pixels), or `outOfMemory`.
+    public static func webp(_ animation: Animation, quality: Int = 80) throws(ImageError) -> Data {
+        var message = [CChar](repeating: 0, count: ImageDecoder.messageSize)
+        let first = animation.frames[0].bitmap
+        guard
+            let encoder = cachalot_webp_animation_start(
+                UInt32(clamping: first.width),
+                UInt32(clamping: first.height),
+                UInt32(clamping: animation.loopCount),
+                Int32(min(100, max(0, quality))),
+                &message,
+                ImageDecoder.messageSize
+            )
+        else {
+            try ImageDecoder.check(CACHALOT_IMAGE_UNSUPPORTED, message, "WebP")
+            return Data()
+        }
+        for frame in animation.frames {
+            let (seconds, attoseconds) = frame.duration.components
+            // Clamped first: a duration of any length, or negative, must not overflow.
+            let milliseconds = UInt32(
+                clamping: min(max(seconds, -1), 5_000_000) * 1000 + attoseconds / 1_000_000_000_000_000
+            )
+            let status = frame.bitmap.withPixels { pixels in
+                cachalot_webp_animation_add(encoder, pixels, milliseconds, &message, ImageDecoder.messageSize)
+            }
+            if status != CACHALOT_IMAGE_OK {
+                _ = cachalot_webp_animation_finish(encoder, nil, nil, nil, 0)
+                try ImageDecoder.check(status, message, "WebP")
+            }
+        }
+        var output: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        let status = cachalot_webp_animation_finish(encoder, &output, &size, &message, ImageDecoder.messageSize)
+        try ImageDecoder.check(status, message, "WebP")
+        guard let output else { return Data() }
+        return Data(bytesNoCopy: output, count: size, deallocator: .free)
+    }
+
     /// The bitmap as a JPEG at `quality` (1 to 100); alpha is dropped. A progressive JPEG comes
     /// in scans of increasing detail (libjpeg's default script): about as large, and its
     /// thumbnails skip most of its scans (see ``ImageDecoder/decode(_:scale:)``).

@@ -234,7 +234,7 @@ public final class ImagePipeline: Sendable {
     ///   - processors: What to do to it, in order. Default: none.
     ///   - encoding: The format and quality of the bytes handed out.
     ///   - priority: The loader's priority for the original. Default: `.normal`.
-    /// - Throws: as ``image(for:processors:priority:)``, and what ``ImageEncoder/encode(_:as:)``
+    /// - Throws: as ``image(for:processors:priority:)``, and what ``ImageEncoder/encode(_:as:)-(Bitmap,_)``
     ///   throws.
     public func encodedImage(
         for url: URL,
@@ -313,11 +313,11 @@ public final class ImagePipeline: Sendable {
                 entityTag: life.entityTag(forKey: key)
             )
         }
-        let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
-        let life = expiry.map { VariantLife(expiry: $0, original: digest) }
-        let encoding = choice.encoding(forOriginal: ImageFormat(sniffing: resource.body))
+        let made = try await self.processed(resource.body, processors, digesting: expiry != nil, choosing: choice)
+        let (image, encoding) = (made.image, made.encoding ?? .png)
+        let life = expiry.map { VariantLife(expiry: $0, original: made.digest) }
         // Callers that have all gone by now get no encoding: a cancelled task's job never runs.
-        let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(bitmap, as: encoding) }
+        let data = try await self.workers.run(first: true) { _ in try ImageEncoder.encode(image, as: encoding) }
         // Stored before answering (a write is small beside the decoding): a request that comes
         // after this answer finds the variant, and one that comes before joins this flight.
         let kept = life.map { $0.isKept(at: self.now()) } ?? false
@@ -361,8 +361,9 @@ public final class ImagePipeline: Sendable {
             self.keep(nil, forKey: key, replacing: stored.life, life: life, since: epoch)
             return bitmap
         }
-        let (bitmap, digest) = try await self.processed(resource.body, processors, digesting: expiry != nil)
-        let life = expiry.map { VariantLife(expiry: $0, original: digest) }
+        let made = try await self.processed(resource.body, processors, digesting: expiry != nil)
+        let bitmap = made.image.frames[0].bitmap
+        let life = expiry.map { VariantLife(expiry: $0, original: made.digest) }
         self.keep(bitmap, forKey: key, life: life, since: epoch)
         if stored != nil, life == nil { self.removing(key) }
         if !processors.isEmpty, let life, life.isKept(at: self.now()) {
@@ -541,17 +542,43 @@ public final class ImagePipeline: Sendable {
         }
     }
 
+    /// What ``processed(_:_:digesting:choosing:)`` makes of an original.
+    private struct Processed: Sendable {
+        /// One frame, or every frame of an animated original for an encoding that animates.
+        var image: Animation
+        /// The encoding chosen for the original, if a choice was given.
+        var encoding: ImageEncoding?
+        /// The original's digest, if asked for.
+        var digest: String?
+    }
+
     /// Decodes `body` on an image thread, at the smallest size the first processor allows, and
     /// processes it; stops between steps once every caller has gone. With `digesting`, the
-    /// same job takes the digest of `body`, which the variant's life keeps.
+    /// same job takes the digest of `body`, which the variant's life keeps. With `choice`, it
+    /// chooses the encoding for the original, read from its bytes; an animated original whose
+    /// encoding animates is decoded whole, frame by frame, each frame processed, under the
+    /// decoder's pixel limit over all its frames.
     private func processed(
         _ body: Data,
         _ processors: [any ImageProcessing],
-        digesting: Bool
-    ) async throws -> (Bitmap, digest: String?) {
+        digesting: Bool,
+        choosing choice: ImageEncodingChoice? = nil
+    ) async throws -> Processed {
         let decoder = self.configuration.decoder
         return try await self.workers.run(first: false) { cancellation in
             let digest = digesting ? VariantLife.digest(of: body) : nil
+            var encoding: ImageEncoding?
+            if let choice {
+                let format = ImageFormat(sniffing: body)
+                // A GIF or WebP whose frames cannot be counted is left to the decoder to refuse.
+                let animated = (format == .gif || format == .webp) && (try? decoder.frameCount(of: body)) ?? 1 > 1
+                let chosen = choice.encoding(for: .init(format: format, isAnimated: animated))
+                encoding = chosen
+                if animated, chosen.animates, chosen.format == .webp {
+                    let image = try Self.processedFrames(body, processors, decoder: decoder, cancellation)
+                    return Processed(image: image, encoding: chosen, digest: digest)
+                }
+            }
             var scale = 1.0
             if let first = processors.first {
                 let size = try decoder.size(of: body)
@@ -562,8 +589,35 @@ public final class ImagePipeline: Sendable {
                 try cancellation.check()
                 bitmap = try processor.process(bitmap)
             }
-            return (bitmap, digest)
+            let image = Animation(frames: [.init(bitmap: bitmap, duration: .zero)], loopCount: 0)
+            return Processed(image: image, encoding: encoding, digest: digest)
         }
+    }
+
+    /// Every frame of `body` processed, each full-size frame let go once it is.
+    private static func processedFrames(
+        _ body: Data,
+        _ processors: [any ImageProcessing],
+        decoder: ImageDecoder,
+        _ cancellation: ImageWorkers.Cancellation
+    ) throws -> Animation {
+        var pending: [Animation.Frame]
+        let loopCount: Int
+        do {
+            let animation = try decoder.decodeAnimation(body)
+            (pending, loopCount) = (animation.frames.reversed(), animation.loopCount)
+        }
+        var frames: [Animation.Frame] = []
+        frames.reserveCapacity(pending.count)
+        while let frame = pending.popLast() {
+            var bitmap = frame.bitmap
+            for processor in processors {
+                try cancellation.check()
+                bitmap = try processor.process(bitmap)
+            }
+            frames.append(.init(bitmap: bitmap, duration: frame.duration))
+        }
+        return Animation(frames: frames, loopCount: loopCount)
     }
 
     /// The life of a stored `variant` whose original, loaded again, is `original`, with

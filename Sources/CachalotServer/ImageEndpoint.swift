@@ -14,9 +14,12 @@ import Foundation
 ///
 /// - `<options>`: tokens separated by commas: `w<N>` and `h<N>`, the box (1 to 16384; one alone
 ///   bounds that side only); `fit` (default), `fill` or `crop`; `q<N>`, the quality (0 to 100);
-///   `jpeg`, `png`, `webp`, `avif` or `auto` (default: AVIF if the client's `Accept` names
-///   `image/avif`, else WebP if it names `image/webp`, else the original's format, PNG for a GIF;
-///   such answers carry `Vary: Accept`); `-` alone for none.
+///   `jpeg`, `png`, `webp`, `avif` or `auto` (default: for an animated GIF or WebP, an animated
+///   WebP if the client's `Accept` names `image/webp`; else AVIF if it names `image/avif`, else
+///   WebP if it names `image/webp`, else JPEG for a JPEG and PNG for any other; such answers
+///   carry `Vary: Accept`); `-` alone for none. `webp` keeps an animation: every frame resized,
+///   with its durations and loop count, under the decoder's pixel limit over all frames; the
+///   other formats take the first frame.
 /// - `<path on the origin>`: a path and query on the configured origin, or a whole URL
 ///   percent-encoded into one segment (`http%3A%2F%2F…`), which must be on the origin: any
 ///   other source is refused with 403.

@@ -81,31 +81,33 @@ struct ImageRequest: Sendable, Hashable {
         return [Resize(width: self.width ?? 16_384, height: self.height ?? 16_384, mode: self.mode)]
     }
 
-    /// The encoding to answer in: the format asked for, else the one `negotiated` from
-    /// `Accept`, else the original's own if every client takes it (JPEG), else PNG; at the
-    /// quality asked for. The original's format is read once it is loaded, for the variant's
-    /// first request only.
-    func encodingChoice(negotiated: ImageFormat?) -> ImageEncodingChoice {
-        if let format = self.format ?? negotiated { return .always(self.encoding(format)) }
+    /// The encoding to answer in, at the quality asked for: the format asked for; else, of the
+    /// formats the client takes (`accepted`, best first), an animated WebP for an animated
+    /// original and the best for any other; else the original's own if every client takes it
+    /// (JPEG), else PNG. WebP animates an animated original. The original is read once it is
+    /// loaded, for the variant's first request only.
+    func encodingChoice(accepted: [ImageFormat]) -> ImageEncodingChoice {
+        if let format = self.format { return .always(self.encoding(format)) }
         let jpeg = self.encoding(.jpeg)
-        return ImageEncodingChoice(name: "original(\(jpeg)|png)") { $0 == .jpeg ? jpeg : .png }
+        let original = ImageEncodingChoice(name: "original(\(jpeg)|png)") { $0.format == .jpeg ? jpeg : .png }
+        return .best(of: accepted.map(self.encoding), otherwise: original)
     }
 
     /// The encoding of `format` at the quality asked for.
     func encoding(_ format: ImageFormat) -> ImageEncoding {
         switch (format, self.quality) {
         case (.jpeg, let quality?): .jpeg(quality: quality)
-        case (.webp, let quality?): .webp(quality: quality)
+        case (.webp, let quality): .webp(quality: quality ?? 80, animates: true)
         case (.avif, let quality?): .avif(quality: quality)
         default: ImageEncoding(format) ?? .png
         }
     }
 
-    /// The best format `accept` (a request's `Accept` field) names with a quality above 0:
-    /// AVIF, then WebP; `nil` for neither. Wildcards do not count: a client that takes `*/*`
-    /// may still not decode AVIF.
-    static func negotiated(_ accept: String?) -> ImageFormat? {
-        guard let accept else { return nil }
+    /// The formats `accept` (a request's `Accept` field) names with a quality above 0, best
+    /// first: AVIF, then WebP. Wildcards do not count: a client that takes `*/*` may still not
+    /// decode AVIF.
+    static func accepted(_ accept: String?) -> [ImageFormat] {
+        guard let accept else { return [] }
         var named: Set<String> = []
         for range in accept.split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
@@ -113,8 +115,6 @@ struct ImageRequest: Sendable, Hashable {
             let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
             if quality > 0 { named.insert(type) }
         }
-        if named.contains("image/avif") { return .avif }
-        if named.contains("image/webp") { return .webp }
-        return nil
+        return [ImageFormat.avif, .webp].filter { named.contains($0.mediaType) }
     }
 }

@@ -88,12 +88,12 @@ struct ImageResponder: Sendable {
         guard let url = self.sourceURL(image.source) else {
             throw Refusal(status: .forbidden, detail: "foreign-source", message: "The source is not on the origin.")
         }
-        let negotiated = image.format == nil ? ImageRequest.negotiated(request.fields[.accept]) : nil
+        let accepted = image.format == nil ? ImageRequest.accepted(request.fields[.accept]) : []
         do {
             let encoded = try await self.pipeline.encodedImage(
                 for: url,
                 processors: image.processors,
-                choosing: image.encodingChoice(negotiated: negotiated)
+                choosing: image.encodingChoice(accepted: accepted)
             )
             let timeToLive = max(0, Int(encoded.expires.timeIntervalSinceNow.rounded(.down)))
             var response = HTTPResponse(status: .ok)

@@ -141,6 +141,55 @@ struct ImageServiceTests {
         await roomy.waitForBackgroundWork()
     }
 
+    @Test(
+        "an animated original gives an animated WebP, every frame resized, when the encoding animates; the first frame otherwise"
+    )
+    func animatedVariant() async throws {
+        let gif = try Images.fixture("animated.gif")
+        let jpeg = try ImageEncoder.jpeg(Images.photo(width: 64, height: 48))
+        let origin = try await TestOrigin.start { request in
+            .init(fields: [("Cache-Control", "max-age=600")], data: request.path == "/a.gif" ? gif : jpeg)
+        }
+        defer { origin.stop() }
+        let (pipeline, _, _) = try self.pipeline()
+        let url = origin.url("/a.gif")
+        let thumbnail = Thumbnail(maximumPixelSize: 2)
+        let animated = try await pipeline.encodedImage(
+            for: url,
+            processors: [thumbnail],
+            encoding: .webp(animates: true)
+        )
+        let frames = try ImageDecoder().decodeAnimation(animated.data)
+        #expect(frames.frames.map(\.duration) == [50, 100, 200, 300].map { .milliseconds($0) })
+        #expect(frames.loopCount == 0)
+        #expect(frames.frames.allSatisfy { $0.bitmap.width == 2 && $0.bitmap.height == 2 })
+        for encoding in [ImageEncoding.webp(), .png] {
+            let still = try await pipeline.encodedImage(for: url, processors: [thumbnail], encoding: encoding)
+            #expect(try ImageDecoder().frameCount(of: still.data) == 1, "\(encoding)")
+        }
+        // The best of AVIF and an animated WebP: the WebP for the animation, AVIF for a photo.
+        let best = ImageEncodingChoice.best(of: [.avif(), .webp(animates: true)], otherwise: .always(.png))
+        #expect(best.name == "best(avif:60|webp:80,animated)")
+        let chosen = try await pipeline.encodedImage(for: url, processors: [thumbnail], choosing: best)
+        #expect(chosen.format == .webp && chosen.data == animated.data)
+        let photo = try await pipeline.encodedImage(for: origin.url("/a.jpg"), processors: [thumbnail], choosing: best)
+        #expect(photo.format == .avif)
+        #expect(origin.requests.count == 2)
+        await pipeline.waitForBackgroundWork()
+        // Four frames of 4 × 4, each counting 256 pixels: past a limit of 700 together, so the
+        // animation is refused; its first frame alone is within it.
+        let (strict, _, _) = try self.pipeline(.init(decoder: ImageDecoder(maximumPixelCount: 700)))
+        await #expect {
+            _ = try await strict.encodedImage(
+                for: url,
+                processors: [thumbnail],
+                encoding: .webp(quality: 79, animates: true)
+            )
+        } throws: { ($0 as? ImageError)?.code == .tooLarge }
+        _ = try await strict.encodedImage(for: url, processors: [thumbnail], encoding: .webp(quality: 79))
+        await strict.waitForBackgroundWork()
+    }
+
     @Test("variants are kept in the encoding configured, such as WebP")
     func variantEncoding() async throws {
         let origin = try await self.origin()

@@ -151,6 +151,70 @@ struct WebFormatTests {
         #expect(try self.decoder.decode(data) == animation.frames[0].bitmap)
     }
 
+    @Test("frames are counted from a GIF's records and a WebP's chunks; a still is one; damage is an error")
+    func frameCounts() throws {
+        for (name, count) in [
+            ("animated.gif", 4), ("animated.webp", 3), ("offset-frame.webp", 2), ("clipped.gif", 1),
+            ("blocks.webp", 1), ("blocks.avif", 1), ("palette.png", 1), ("baseline.jpg", 1),
+        ] {
+            #expect(try self.decoder.frameCount(of: Images.fixture(name)) == count, "\(name)")
+        }
+        let gif = try Images.fixture("animated.gif")
+        // Without its trailer, a GIF still has its whole frames; cut inside a frame, it is truncated.
+        #expect(try self.decoder.frameCount(of: gif.dropLast()) == 4)
+        #expect { try self.decoder.frameCount(of: gif.prefix(gif.count - 6)) } throws: {
+            ($0 as? ImageError)?.code == .truncated
+        }
+        #expect { try self.decoder.frameCount(of: Data("RIFF\u{10}\0\0\0WEBPVP8X".utf8)) } throws: {
+            ($0 as? ImageError) != nil
+        }
+        #expect { try self.decoder.frameCount(of: Data("not an image".utf8)) } throws: {
+            ($0 as? ImageError)?.code == .unknownFormat
+        }
+    }
+
+    @Test("an animation encodes as an animated WebP: every frame, its duration and the loop count kept")
+    func animatedWebPEncoding() throws {
+        for name in ["animated.gif", "animated.webp"] {
+            let animation = try self.decoder.decodeAnimation(Images.fixture(name))
+            let encoded = try ImageEncoder.webp(animation, quality: 100)
+            #expect(ImageFormat(sniffing: encoded) == .webp)
+            #expect(try self.decoder.frameCount(of: encoded) == animation.frames.count, "\(name)")
+            let decoded = try self.decoder.decodeAnimation(encoded)
+            #expect(decoded.frames.map(\.duration) == animation.frames.map(\.duration), "\(name)")
+            #expect(decoded.loopCount == animation.loopCount)
+            for (index, (out, original)) in zip(decoded.frames, animation.frames).enumerated() {
+                for y in 0..<original.bitmap.height {
+                    for x in 0..<original.bitmap.width {
+                        let (got, wanted) = (out.bitmap.pixel(x: x, y: y), original.bitmap.pixel(x: x, y: y))
+                        // Alpha is kept exactly; colors, lossily, where they show: the WebP's
+                        // gradients closely, the GIF's 2 × 2 blocks of primaries not (4:2:0 chroma).
+                        #expect(got[3] == wanted[3], "\(name) frame \(index) at (\(x), \(y))")
+                        #expect(
+                            wanted[3] == 0 || name.hasSuffix(".gif") || Images.close(got, wanted, 24),
+                            "\(name) frame \(index) at (\(x), \(y)): \(got) for \(wanted)"
+                        )
+                    }
+                }
+            }
+        }
+        // Encoded as WebP that does not animate, or as another format, an animation is its first frame.
+        let animation = try self.decoder.decodeAnimation(Images.fixture("animated.webp"))
+        for encoding in [ImageEncoding.webp(), .png] {
+            let still = try ImageEncoder.encode(animation, as: encoding)
+            #expect(try self.decoder.frameCount(of: still) == 1)
+        }
+        #expect(try self.decoder.frameCount(of: ImageEncoder.encode(animation, as: .webp(animates: true))) == 3)
+        // Frames of different sizes are refused, not drawn out of bounds.
+        let mixed = Animation(
+            frames: [
+                animation.frames[0], .init(bitmap: Images.photo(width: 4, height: 4), duration: .milliseconds(10)),
+            ],
+            loopCount: 0
+        )
+        #expect { try ImageEncoder.webp(mixed) } throws: { ($0 as? ImageError)?.code == .unsupported }
+    }
+
     @Test("an animated WebP's frames and durations, and its first frame as a still")
     func animatedWebP() throws {
         let data = try Images.fixture("animated.webp")

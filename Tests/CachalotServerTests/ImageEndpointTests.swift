@@ -98,6 +98,46 @@ struct ImageEndpointTests {
         try await proxy.stop()
     }
 
+    @Test(
+        "an animated original: an animated WebP for a client that takes WebP, every frame resized; the first frame in other formats"
+    )
+    func animatedOriginal() async throws {
+        var frames: [Animation.Frame] = []
+        for index in 0..<3 {
+            var pixels = Data()
+            for offset in 0..<64 * 48 { pixels += [UInt8((offset + 80 * index) % 256), 90, 200, 255] }
+            let bitmap = Bitmap(width: 64, height: 48, format: .rgba8, pixels: pixels)
+            frames.append(Animation.Frame(bitmap: bitmap, duration: .milliseconds(40 * (index + 1))))
+        }
+        let webp = try ImageEncoder.webp(Animation(frames: frames, loopCount: 3))
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], data: webp) }
+        let endpoint = try self.endpoint()
+        let proxy = try await self.proxy(origin, endpoint)
+        let cases: [(String, String, ImageFormat, Int)] = [
+            ("w16", "image/avif,image/webp", .webp, 3), ("w16,auto", "image/webp", .webp, 3),
+            ("w16", "image/avif", .avif, 1), ("w16", "*/*", .png, 1), ("w16,webp", "*/*", .webp, 3),
+            ("w16,avif", "image/webp", .avif, 1),
+        ]
+        for (options, accept, format, frameCount) in cases {
+            let answer = try await proxy.send(
+                endpoint.path(for: "/a.webp", options: options),
+                headers: [("Accept", accept)]
+            )
+            #expect(answer.status == 200, "\(options) \(accept): \(answer.text)")
+            #expect(answer.headers["content-type"] == [format.mediaType], "\(options) \(accept)")
+            #expect(try ImageDecoder().frameCount(of: answer.body) == frameCount, "\(options) \(accept)")
+            #expect(try ImageDecoder().size(of: answer.body) == (16, 12))
+            if frameCount > 1 {
+                let animation = try ImageDecoder().decodeAnimation(answer.body)
+                let durations: [Duration] = [.milliseconds(40), .milliseconds(80), .milliseconds(120)]
+                #expect(animation.frames.map(\.duration) == durations)
+                #expect(animation.loopCount == 3)
+            }
+        }
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
     @Test("a format in the options is what is sent, without Vary; HEAD sends the head alone")
     func explicitFormatAndHead() async throws {
         let origin = try await Self.origin()

@@ -103,6 +103,30 @@ cachalot_image_status cachalot_webp_decode_animation(
     const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t maximum_frames,
     cachalot_animation *out, char *message, size_t message_size);
 
+/// How many frames a WebP has (1 for a still), read from its chunks without decoding.
+cachalot_image_status cachalot_webp_frame_count(
+    const uint8_t *data, size_t size, uint32_t *count, char *message, size_t message_size);
+
+/// An animated WebP being encoded, a frame at a time.
+typedef struct cachalot_webp_animation cachalot_webp_animation;
+
+/// Starts an animated WebP of `width` × `height` (each at most 16,383), lossy at `quality` (0 to
+/// 100), played `loop_count` times (0: for ever); NULL, with a message, if libwebp cannot.
+/// libwebp stores each frame as the rectangle that changed, and merges a frame identical to the
+/// one before into it, adding its duration. End it with cachalot_webp_animation_finish.
+cachalot_webp_animation *cachalot_webp_animation_start(
+    uint32_t width, uint32_t height, uint32_t loop_count, int quality, char *message, size_t message_size);
+
+/// Adds a frame of 1 or 4 channels, of the animation's size, shown for `duration` milliseconds.
+cachalot_image_status cachalot_webp_animation_add(
+    cachalot_webp_animation *animation, const cachalot_pixels *frame, uint32_t duration, char *message,
+    size_t message_size);
+
+/// Assembles the animation into `*out` (allocated with malloc), or abandons it if `out` is NULL,
+/// and frees the animation either way.
+cachalot_image_status cachalot_webp_animation_finish(
+    cachalot_webp_animation *animation, uint8_t **out, size_t *out_size, char *message, size_t message_size);
+
 /// Encodes pixels of 1 or 4 channels as WebP: lossy at `quality` (0 to 100), or lossless if
 /// `lossless` is not 0. Alpha is kept if some pixel is not opaque. `*out` is allocated with malloc.
 cachalot_image_status cachalot_webp_encode(
@@ -144,6 +168,11 @@ cachalot_image_status cachalot_gif_decode_animation(
 cachalot_image_status cachalot_gif_decode(
     const uint8_t *data, size_t size, uint64_t maximum_pixels, uint32_t factor, cachalot_pixels *out,
     char *message, size_t message_size);
+
+/// How many frames a GIF has, at most `maximum` (0: all), read from its records without decoding
+/// them; a GIF may end without its trailer after a whole frame, as in `cachalot_gif_decode`.
+cachalot_image_status cachalot_gif_frame_count(
+    const uint8_t *data, size_t size, uint32_t maximum, uint32_t *count, char *message, size_t message_size);
 
 /// Whether some pixel of RGBA pixels is not fully opaque; gray pixels never are.
 int cachalot_has_alpha(const cachalot_pixels *image);

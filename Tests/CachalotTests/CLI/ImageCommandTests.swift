@@ -14,14 +14,25 @@ struct ImageCommandTests {
         self.tool = try CommandLineTool()
     }
 
-    /// An origin answering a 64 × 48 PNG at /photo.png, and text elsewhere.
+    /// An origin answering a 64 × 48 PNG at /photo.png, an animated WebP of 2 frames at
+    /// /animated.webp, and text elsewhere.
     func origin() async throws -> TestOrigin {
-        let png = try ImageEncoder.png(
-            Bitmap(width: 64, height: 48, format: .rgba8, pixels: Data((0..<64 * 48 * 4).map { UInt8($0 % 251) }))
+        let bitmap = { (offset: Int) in
+            Bitmap(
+                width: 64,
+                height: 48,
+                format: .rgba8,
+                pixels: Data((0..<64 * 48 * 4).map { UInt8(($0 + offset) % 251) })
+            )
+        }
+        let png = try ImageEncoder.png(bitmap(0))
+        let animated = try ImageEncoder.webp(
+            Animation(frames: [0, 60].map { .init(bitmap: bitmap($0), duration: .milliseconds(100)) }, loopCount: 0)
         )
         return try await TestOrigin.start { request in
             switch request.path {
             case "/photo.png": .init(fields: [("Cache-Control", "max-age=600")], data: png)
+            case "/animated.webp": .init(fields: [("Cache-Control", "max-age=600")], data: animated)
             case "/missing.png": .init(status: 404, body: "no")
             default: .init(fields: [("Cache-Control", "max-age=600")], body: "not an image")
             }
@@ -68,6 +79,36 @@ struct ImageCommandTests {
             let data = try Data(contentsOf: URL(filePath: arguments.last!))
             #expect(ImageFormat(sniffing: data) == format, "\(arguments)")
             #expect(try ImageDecoder().size(of: data) == size, "\(arguments)")
+        }
+    }
+
+    @Test("--format auto: AVIF for a still, an animated WebP for an animation; the report says which")
+    func automaticFormat() async throws {
+        let origin = try await self.origin()
+        defer { origin.stop() }
+        for (path, format, report) in [
+            ("/photo.png", ImageFormat.avif, "made · avif · "), ("/animated.webp", .webp, "made · webp · "),
+        ] {
+            let output = self.file("auto" + path.replacingOccurrences(of: "/", with: "-"))
+            let run = try await self.tool.run([
+                "image", "-v", origin.url(path).absoluteString, "--size", "16", "--format", "auto", "-o", output,
+            ])
+            #expect(run.status == 0 && run.errors.hasPrefix(report), "\(path): \(run.errors)")
+            let data = try Data(contentsOf: URL(filePath: output))
+            #expect(ImageFormat(sniffing: data) == format, "\(path)")
+            #expect(try ImageDecoder().size(of: data) == (16, 12))
+            let frames = try ImageDecoder().frameCount(of: data)
+            #expect(frames == (format == .webp ? 2 : 1))
+            #expect(run.errors.contains(" · 2 frames · ") == (frames == 2), "\(run.errors)")
+        }
+        // Without --format, an animated WebP stays animated as WebP (by the extension, or as the
+        // original's format); as PNG, it is its first frame.
+        let url = origin.url("/animated.webp").absoluteString
+        for (output, frames) in [("kept.webp", 2), ("original", 2), ("first.png", 1)] {
+            let run = try await self.tool.run(["image", "-q", url, "--size", "16", "-o", self.file(output)])
+            #expect(run.status == 0, "\(output): \(run.errors)")
+            let data = try Data(contentsOf: URL(filePath: self.file(output)))
+            #expect(try ImageDecoder().frameCount(of: data) == frames, "\(output)")
         }
     }
 
