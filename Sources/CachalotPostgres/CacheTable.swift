@@ -3,19 +3,30 @@ import Foundation
 import NIOCore
 import PostgresNIO
 
-/// The SQL of one database's cache: the schema (version 1) and the statements on it.
+/// The SQL of one database's cache: the schema (version 2) and the statements on it.
 ///
 /// - `cachalot_schema` holds the schema's version, one row.
 /// - `cachalot_entries` holds an entry a row: the SHA-256 digest of its key (the primary key),
 ///   the key itself (compared whole on read), the bytes, the metadata, their size, a CRC-32C of
 ///   both (checked on read), when it was written, and `id`, from a sequence, in the order of
 ///   writing: trims remove the lowest ids first (first in, first out) through its index.
+///   `tags` holds the stored response's tags (`Surrogate-Key`, `Cache-Tag`). Purges go through
+///   indexes: on the key's first ``keyIndexLength`` bytes (a URL and its variants, a prefix),
+///   which a range of keys reads in order, and a GIN index on the tags.
 /// - `cachalot_usage` holds the bytes and entries of the table, kept by a trigger on
 ///   `cachalot_entries` in 16 rows (by the digest's first byte, so that writers seldom wait
 ///   for one another): the size is known without scanning the table.
 enum CacheTable {
     /// The version of the schema this code reads and writes.
-    static let version = 1
+    static let version = 2
+
+    /// How many of a key's first bytes its index holds: a B-tree row must stay under about
+    /// 2,700 bytes, and a URL may be longer.
+    static let keyIndexLength = 1024
+
+    /// How many rows one statement of a purge removes: a purge of many rows is many short
+    /// statements, none of which holds its locks long.
+    static let purgeBatch = 1000
 
     /// How many rows `cachalot_usage` spreads the counts over.
     static let usageSlots = 16
@@ -37,11 +48,21 @@ enum CacheTable {
                         metadata bytea NOT NULL,
                         size bigint NOT NULL,
                         checksum bigint NOT NULL,
-                        created double precision NOT NULL
+                        created double precision NOT NULL,
+                        tags text[] NOT NULL DEFAULT '{}'
                     )
                     """
             ),
             "CREATE INDEX IF NOT EXISTS cachalot_entries_by_id ON cachalot_entries (id)",
+            // A table of version 1 has no tags.
+            "ALTER TABLE cachalot_entries ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}'",
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE INDEX IF NOT EXISTS cachalot_entries_by_key
+                    ON cachalot_entries (substring(key from 1 for \(Self.keyIndexLength)))
+                    """
+            ),
+            "CREATE INDEX IF NOT EXISTS cachalot_entries_by_tag ON cachalot_entries USING gin (tags)",
             // Unlogged with the entries, so that a crash empties both alike.
             PostgresQuery(
                 unsafeSQL: """
@@ -97,8 +118,17 @@ enum CacheTable {
     /// The advisory lock that one trim at a time holds.
     static let trimLock: Int64 = 0x6361_6368_616c_6f02
 
-    /// Makes sure the schema is there, whole, creating what is missing; returns the version
-    /// found. A schema that is there costs one statement.
+    /// What upgrades a schema of version 1, once ``creation(isUnlogged:)`` has added its tags
+    /// and indexes: its rows are removed, since their tags were never kept and a purge by tag
+    /// would miss them (it is a cache: they are fetched again).
+    static let upgrade: [PostgresQuery] = [
+        "TRUNCATE cachalot_entries",
+        "UPDATE cachalot_usage SET bytes = 0, entries = 0",
+        "UPDATE cachalot_schema SET version = \(Self.version) WHERE version = 1",
+    ]
+
+    /// Makes sure the schema is there, whole, creating what is missing, and upgrades one of
+    /// version 1; returns the version found. A schema that is there costs one statement.
     static func prepare(on connection: PostgresConnection, isUnlogged: Bool, logger: Logger) async throws -> Int {
         let check: PostgresQuery = """
             SELECT version, to_regclass('cachalot_entries') IS NOT NULL AND to_regclass('cachalot_usage') IS NOT NULL
@@ -110,7 +140,9 @@ enum CacheTable {
             }
             // A table without its one row is not a schema this code made: no version.
             guard rows.count == 1 else { return 0 }
-            if rows[0].0 != Self.version || rows[0].1 { return rows[0].0 }
+            let (version, isWhole) = rows[0]
+            // Version 1 is upgraded below; another version is left alone.
+            if version != 1 && (version != Self.version || isWhole) { return version }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
             // No schema: made below, unless another process makes it first.
         }
@@ -120,8 +152,14 @@ enum CacheTable {
             for statement in Self.creation(isUnlogged: isUnlogged) {
                 _ = try await connection.query(statement, logger: logger).collect()
             }
-            let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
+            var versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
                 .collect().map { try $0.decode(Int.self) }
+            if versions == [1] {
+                for statement in Self.upgrade {
+                    _ = try await connection.query(statement, logger: logger).collect()
+                }
+                versions = [Self.version]
+            }
             return versions.count == 1 ? versions[0] : 0
         }
     }
@@ -154,17 +192,18 @@ enum CacheTable {
         value: ByteBuffer,
         metadata: ByteBuffer,
         checksum: Int64,
-        created: Double
+        created: Double,
+        tags: [String]
     ) -> PostgresQuery {
         let size = Int64(key.readableBytes + value.readableBytes + metadata.readableBytes)
         return """
             WITH written AS (
-                INSERT INTO cachalot_entries (digest, key, value, metadata, size, checksum, created)
-                VALUES (\(digest), \(key), \(value), \(metadata), \(size), \(checksum), \(created))
+                INSERT INTO cachalot_entries (digest, key, value, metadata, size, checksum, created, tags)
+                VALUES (\(digest), \(key), \(value), \(metadata), \(size), \(checksum), \(created), \(tags))
                 ON CONFLICT (digest) DO UPDATE SET
                     id = nextval('cachalot_entries_id'), key = excluded.key, value = excluded.value,
                     metadata = excluded.metadata, size = excluded.size, checksum = excluded.checksum,
-                    created = excluded.created
+                    created = excluded.created, tags = excluded.tags
                 RETURNING 1
             )
             SELECT coalesce(sum(bytes), 0)::bigint FROM cachalot_usage
@@ -179,6 +218,62 @@ enum CacheTable {
             return "DELETE FROM cachalot_entries WHERE digest = \(digest) AND id = \(id) RETURNING 1"
         }
         return "DELETE FROM cachalot_entries WHERE digest = \(digest) RETURNING 1"
+    }
+
+    /// Removes up to ``purgeBatch`` of the rows `removal` names, found through an index, and
+    /// answers how many; `nil` for a removal no index serves (``CacheRemoval/storedBefore(_:)``,
+    /// whose date is in the metadata). Run again until it removes fewer than a batch.
+    static func purge(_ removal: CacheRemoval) -> PostgresQuery? {
+        let indexed = "substring(key from 1 for \(Self.keyIndexLength))"
+        let head = "WITH doomed AS (SELECT digest FROM cachalot_entries WHERE"
+        let tail = """
+            LIMIT \(Self.purgeBatch)), removed AS (
+                DELETE FROM cachalot_entries AS entries USING doomed WHERE entries.digest = doomed.digest RETURNING 1
+            )
+            SELECT count(*)::bigint FROM removed
+            """
+        switch removal {
+        case .url(let url) where !url.isEmpty:
+            let (low, high) = Self.range(Array(url.utf8))
+            let variants = ByteBuffer(bytes: Array(url.utf8) + [0x0A])
+            return """
+                \(unescaped: head) \(unescaped: indexed) >= \(low) AND \(unescaped: indexed) < \(high)
+                AND (key = \(ByteBuffer(string: url))
+                     OR substring(key from 1 for \(unescaped: String(variants.readableBytes))) = \(variants))
+                \(unescaped: tail)
+                """
+        case .prefix(let prefix) where !prefix.isEmpty:
+            let (low, high) = Self.range(Array(prefix.utf8))
+            let bytes = ByteBuffer(string: prefix)
+            return """
+                \(unescaped: head) \(unescaped: indexed) >= \(low) AND \(unescaped: indexed) < \(high)
+                AND substring(key from 1 for \(unescaped: String(bytes.readableBytes))) = \(bytes)
+                \(unescaped: tail)
+                """
+        case .tag(let tag):
+            return "\(unescaped: head) tags @> ARRAY[\(tag)]::text[] \(unescaped: tail)"
+        case .all, .prefix, .url:
+            // An empty prefix names every key; an empty URL is no key the loader makes, and
+            // names no row but its variants' (keys that start with a line feed), as it does in
+            // memory and on disk.
+            if case .url = removal {
+                return "\(unescaped: head) substring(key from 1 for 1) = '\\x0a'::bytea \(unescaped: tail)"
+            }
+            return "\(unescaped: head) true \(unescaped: tail)"
+        case .storedBefore:
+            return nil
+        }
+    }
+
+    /// The range of the key index that holds every key starting with `prefix` (not empty, and
+    /// UTF-8, so without a byte 0xFF): from its first ``keyIndexLength`` bytes to the same with
+    /// the last byte raised by one.
+    private static func range(_ prefix: [UInt8]) -> (low: ByteBuffer, high: ByteBuffer) {
+        let low = Array(prefix.prefix(Self.keyIndexLength))
+        var high = low
+        while let last = high.last, last == 0xFF { high.removeLast() }
+        if !high.isEmpty { high[high.count - 1] += 1 }
+        return (ByteBuffer(bytes: low), ByteBuffer(bytes: high))
     }
 
     static let usage: PostgresQuery =

@@ -169,7 +169,9 @@ public final class PostgresCache: AsyncDataCaching, Service {
             value: ByteBuffer(data: data),
             metadata: ByteBuffer(data: metadata),
             checksum: Self.checksum(data, metadata),
-            created: self.now().timeIntervalSince1970
+            created: self.now().timeIntervalSince1970,
+            // Kept in their own column, whose index purges by tag read.
+            tags: StoredResponse(decoding: metadata).map { Array($0.surrogateKeys).sorted() } ?? []
         )
         let before = try await database.perform("writing", timeout: self.writeTimeout) { connection in
             try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
@@ -213,6 +215,42 @@ public final class PostgresCache: AsyncDataCaching, Service {
             // database. A database that fails does not stop the others.
             do throws(CacheError) {
                 removed += try await self.removeValues(in: database, where: isRemoved)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return removed
+    }
+
+    /// Removes from every database the entries `removal` names, through the tables' indexes: a
+    /// URL (with its variants) or a prefix by a range of the key index, a tag by the tags'
+    /// index, 1,000 rows a statement. A removal by date, whose date only the metadata holds,
+    /// reads every row as ``removeValues(where:)`` does.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Throws: the error of the last database that failed (as ``set(_:forKey:metadata:)``
+    ///   says), after the others were purged.
+    public func removeValues(matching removal: CacheRemoval) async throws(CacheError) -> Int {
+        guard let statement = CacheTable.purge(removal) else {
+            return try await self.removeValues { key, metadata in
+                removal.matches(key: key) { StoredResponse(decoding: metadata) }
+            }
+        }
+        var removed = 0
+        var failure: CacheError?
+        for database in self.databases {
+            do throws(CacheError) {
+                removed += try await database.perform("purging", timeout: self.writeTimeout * 10) { connection in
+                    var count = 0
+                    while true {
+                        let batch =
+                            try await connection.query(statement, logger: Self.quiet).collect().first?
+                            .decode(Int.self) ?? 0
+                        count += batch
+                        if batch < CacheTable.purgeBatch { return count }
+                    }
+                }
             } catch {
                 failure = error
             }

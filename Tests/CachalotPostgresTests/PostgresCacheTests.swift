@@ -30,7 +30,7 @@ struct PostgresCacheTests {
                 #expect(try await cache.usage() == .init(entries: 0, bytes: 0))
                 #expect(cache.statistics.hits == 1 && cache.statistics.writes == 3)
             }
-            #expect(try await cluster.sql("SELECT version FROM cachalot_schema") == "1\n")
+            #expect(try await cluster.sql("SELECT version FROM cachalot_schema") == "2\n")
         }
     }
 

@@ -90,6 +90,41 @@ struct SharedLoadingTests {
         }
     }
 
+    @Test func purgesByTagURLAndPrefixReachTheDatabaseFromALoaderThatNeverStoredThem() async throws {
+        let origin = try await TestOrigin.start { request in
+            var fields = [("Cache-Control", "max-age=600")]
+            if request.path?.hasPrefix("/news/") == true { fields.append(("Surrogate-Key", "news front")) }
+            if request.path == "/sports" { fields.append(("Cache-Tag", "sports, front")) }
+            if request.path == "/greeting" { fields.append(("Vary", "Accept-Language")) }
+            return .init(fields: fields, body: "at \(request.path ?? "")")
+        }
+        defer { origin.stop() }
+        try await PostgresCluster.with { cluster in
+            let shared = try PostgresCache(configuration: .testing([cluster.database()]))
+            try await running(shared) {
+                let first = try self.makeLoader("first", shared: shared)
+                for path in ["/news/1", "/news/2", "/sports", "/greeting", "/docs/a", "/docs/b", "/other"] {
+                    _ = try await first.load(origin.url(path))
+                }
+                await first.waitForBackgroundWork()
+                // A loader whose own tiers are empty removes only what the database holds.
+                let purger = try self.makeLoader("purger", shared: shared)
+                #expect(try await purger.removeResponses(taggedWith: "front") == 3)
+                #expect(try await purger.removeResponses(taggedWith: "news") == 0)
+                // The URL and its variant (its list of variants, and the variant for no language).
+                #expect(try await purger.removeResponses(for: origin.url("/greeting")) == 2)
+                let prefix = origin.url("/docs/").absoluteString
+                #expect(try await purger.removeResponses(withPrefix: prefix) == 2)
+                let third = try self.makeLoader("third", shared: shared)
+                for path in ["/news/1", "/sports", "/greeting", "/docs/b"] {
+                    #expect(try await third.load(origin.url(path)).source == .network, "\(path)")
+                }
+                #expect(try await third.load(origin.url("/other")).source == .shared)
+                await third.waitForBackgroundWork()
+            }
+        }
+    }
+
     @Test func theDatabaseStoppedMidRunCostsNothingButItsHitsAndComesBackByItself() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello")
         }

@@ -9,14 +9,14 @@ extension ResourceLoader {
     ///   and one per variant, in each tier).
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed (what could be
     ///   removed was), or is not a ``DiskCache``, which alone can list its keys.
-    /// - Complexity: O(*n*) in the number of stored entries: for administration, not a hot path.
+    /// - Complexity: O(*n*) in the number of entries in memory and on disk: for administration,
+    ///   not a hot path. A shared tier may find them through an index (see
+    ///   ``AsyncDataCaching/removeValues(matching:)``).
     @discardableResult
     public func removeResponses(for url: URL) async throws(CacheError) -> Int {
         guard let key = ResponseKey(of: HTTPRequest(method: .get, url: url), transform: self.configuration.keyTransform)
         else { return 0 }
-        let url = key.string
-        let variants = url + "\n"
-        return try await self.tiers.remove { key, _ in key == url || key.hasPrefix(variants) }
+        return try await self.tiers.remove(.url(key.string))
     }
 
     /// Removes every stored response whose URL starts with `prefix` (as the loader keys it:
@@ -25,10 +25,11 @@ extension ResourceLoader {
     ///
     /// - Returns: How many entries were removed.
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
-    /// - Complexity: O(*n*) in the number of stored entries.
+    /// - Complexity: O(*n*) in the number of entries in memory and on disk; a shared tier may
+    ///   find them through an index.
     @discardableResult
     public func removeResponses(withPrefix prefix: String) async throws(CacheError) -> Int {
-        try await self.tiers.remove { key, _ in key.hasPrefix(prefix) }
+        try await self.tiers.remove(.prefix(prefix))
     }
 
     /// Removes every stored response tagged with `tag`: one of the surrogate keys its origin
@@ -37,10 +38,11 @@ extension ResourceLoader {
     ///
     /// - Returns: How many entries were removed.
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
-    /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
+    /// - Complexity: O(*n*) in the number of entries in memory and on disk, each read from disk
+    ///   for its head; a shared tier may find them through an index.
     @discardableResult
     public func removeResponses(taggedWith tag: String) async throws(CacheError) -> Int {
-        try await self.tiers.remove { _, stored in stored()?.surrogateKeys.contains(tag) ?? false }
+        try await self.tiers.remove(.tag(tag))
     }
 
     /// Removes every stored response received before `date` (a revalidated one counts from its
@@ -51,7 +53,7 @@ extension ResourceLoader {
     /// - Complexity: O(*n*) in the number of stored entries, each read from disk for its head.
     @discardableResult
     public func removeResponses(storedBefore date: Date) async throws(CacheError) -> Int {
-        try await self.tiers.remove { _, stored in stored().map { $0.responseTime < date } ?? false }
+        try await self.tiers.remove(.storedBefore(date))
     }
 
     /// Removes every stored response, from every tier.
@@ -60,7 +62,7 @@ extension ResourceLoader {
     /// - Throws: ``CacheError`` if the disk tier could not be read or changed.
     @discardableResult
     public func removeAllResponses() async throws(CacheError) -> Int {
-        try await self.tiers.remove { _, _ in true }
+        try await self.tiers.remove(.all)
     }
 
     /// The bytes the disk tier holds, if it is a ``DiskCache`` (`nil` for another kind, 0 for none).

@@ -39,8 +39,27 @@ public protocol AsyncDataCaching: Sendable {
     func removeValues(
         where isRemoved: @escaping @Sendable (_ key: String, _ metadata: Data) -> Bool
     ) async throws(CacheError) -> Int
+    /// Removes every entry that `removal` names (see ``CacheRemoval/matches(key:stored:)``, the
+    /// metadata being a ``StoredResponse``'s); returns how many were removed. A store that
+    /// indexes keys or tags finds them without reading the other entries; the default reads
+    /// every entry through ``removeValues(where:)``.
+    ///
+    /// - Throws: ``CacheError`` if the store cannot be read or changed.
+    func removeValues(matching removal: CacheRemoval) async throws(CacheError) -> Int
     /// Removes every entry.
     ///
     /// - Throws: ``CacheError`` if the store cannot be changed.
     func removeAll() async throws(CacheError)
+}
+
+extension AsyncDataCaching {
+    /// Removes every entry that `removal` names through ``removeValues(where:)``, which reads
+    /// every entry's key and metadata.
+    ///
+    /// - Throws: what ``removeValues(where:)`` throws.
+    public func removeValues(matching removal: CacheRemoval) async throws(CacheError) -> Int {
+        try await self.removeValues { key, metadata in
+            removal.matches(key: key) { StoredResponse(decoding: metadata) }
+        }
+    }
 }

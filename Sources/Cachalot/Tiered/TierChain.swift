@@ -428,12 +428,9 @@ final class TierChain: Sendable {
         }
     }
 
-    /// Removes every entry that `isRemoved` accepts, given its key and a way to read its stored
-    /// response (`nil` for a list of variants), in every tier, once the writes queued before
+    /// Removes every entry that `removal` names, in every tier, once the writes queued before
     /// are made.
-    func remove(
-        where isRemoved: @escaping @Sendable (_ key: String, _ stored: () -> StoredResponse?) -> Bool
-    ) async throws(CacheError) -> Int {
+    func remove(_ removal: CacheRemoval) async throws(CacheError) -> Int {
         try await self.removals.run { () async throws(CacheError) in
             // A write queued before the purge must not land after it and bring back what it removed.
             let ticket = self.writes.enqueue(bytes: 0) {}
@@ -446,23 +443,19 @@ final class TierChain: Sendable {
             var failure: CacheError?
             for tier in self.shared {
                 do throws(CacheError) {
-                    removed += try await tier.removeValues { key, metadata in
-                        isRemoved(key) { StoredResponse(decoding: metadata) }
-                    }
+                    removed += try await tier.removeValues(matching: removal)
                 } catch {
                     failure = error
                 }
             }
-            removed += try self.removeLocal(where: isRemoved)
+            removed += try self.removeLocal(removal)
             if let failure { throw failure }
             return removed
         }
     }
 
-    /// Removes every entry that `isRemoved` accepts in memory and on disk.
-    private func removeLocal(
-        where isRemoved: (_ key: String, _ stored: () -> StoredResponse?) -> Bool
-    ) throws(CacheError) -> Int {
+    /// Removes every entry that `removal` names in memory and on disk.
+    private func removeLocal(_ removal: CacheRemoval) throws(CacheError) -> Int {
         let disk = self.disk as? any EnumerableDataCaching
         guard disk != nil || self.disk == nil else {
             throw .invalidConfiguration(
@@ -472,7 +465,7 @@ final class TierChain: Sendable {
         }
         var removed =
             self.memory?.removeValues { key, entry in
-                isRemoved(key.string) {
+                removal.matches(key: key.string) {
                     guard case .response(let response) = entry else { return nil }
                     return response.stored
                 }
@@ -480,7 +473,7 @@ final class TierChain: Sendable {
         guard let disk else { return removed }
         for entry in try disk.entries() {
             var failure: CacheError?
-            let matches = isRemoved(entry.key) {
+            let matches = removal.matches(key: entry.key) {
                 do throws(CacheError) {
                     return try disk.metadata(forKey: entry.key).flatMap { StoredResponse(decoding: $0.metadata) }
                 } catch {
