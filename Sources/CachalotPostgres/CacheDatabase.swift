@@ -21,11 +21,20 @@ import Synchronization
 /// - An error the server reports about a statement is logged once per SQLSTATE until an
 ///   operation succeeds; it does not make the database down, unless it comes while the schema is
 ///   being made (then that is not tried again before the retry interval).
+/// - A database that is down is tried again through a new connection pool, once the pool in use
+///   is at least ``minimumPoolAge`` old: postgres-nio's pool waits longer between connection
+///   attempts the longer they fail (up to 60 s), so that after a long outage it would come back
+///   a minute after the database does. A new pool connects at once.
 final class CacheDatabase: Sendable {
     let url: DatabaseURL
     /// The database's seed in rendezvous hashing, from its identity.
     let seed: UInt64
-    private let client: PostgresClient
+    /// The pool in use, and when it was made.
+    private let pool: Mutex<(client: PostgresClient, made: ContinuousClock.Instant, retire: @Sendable () -> Void)>
+    /// The pools to run, as they are made; ``run()`` runs each until it is retired.
+    private let pools: AsyncStream<Pool>
+    private let newPool: AsyncStream<Pool>.Continuation
+    private let clientConfiguration: PostgresClient.Configuration
     private let configuration: PostgresCache.Configuration
     private let logger: Logger
     private let counters: PostgresCache.Counters
@@ -70,12 +79,11 @@ final class CacheDatabase: Sendable {
         )
         client.options.maximumConnections = configuration.maximumConnections
         client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
-        // The pool's own messages (each failed connection attempt) are not passed on: an outage
-        // is logged once, here.
-        self.client = PostgresClient(
-            configuration: client,
-            backgroundLogger: Logger(label: "cachalot.postgres.pool", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        self.clientConfiguration = client
+        (self.pools, self.newPool) = AsyncStream.makeStream(of: Pool.self)
+        let first = Pool(configuration: client)
+        self.pool = Mutex((first.client, .now, first.retire))
+        self.newPool.yield(first)
         self.eventLoop = PostgresClient.defaultEventLoopGroup.any()
         self.configuration = configuration
         self.logger = logger
@@ -95,9 +103,61 @@ final class CacheDatabase: Sendable {
         }
     }
 
-    /// Runs the connection pool until the task is cancelled.
+    /// How old a pool must be before a database that is down is tried through a new one: at
+    /// most one new pool a second while it is down.
+    static let minimumPoolAge = Duration.seconds(1)
+
+    /// A connection pool, run until it is retired.
+    private struct Pool: Sendable {
+        let client: PostgresClient
+        let retire: @Sendable () -> Void
+        private let retired: AsyncStream<Never>
+
+        init(configuration: PostgresClient.Configuration) {
+            // The pool's own messages (each failed connection attempt) are not passed on: an
+            // outage is logged once, by the database.
+            self.client = PostgresClient(
+                configuration: configuration,
+                backgroundLogger: Logger(label: "cachalot.postgres.pool", factory: { _ in SwiftLogNoOpLogHandler() })
+            )
+            let (retired, continuation) = AsyncStream.makeStream(of: Never.self)
+            self.retired = retired
+            self.retire = { continuation.finish() }
+        }
+
+        /// Runs the pool until it is retired or the task is cancelled; its connections are closed.
+        func run() async {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.client.run() }
+                group.addTask { for await _ in self.retired {} }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Runs the connection pools, the one in use and those retired until they close, until the
+    /// task is cancelled.
     func run() async {
-        await self.client.run()
+        await withDiscardingTaskGroup { group in
+            for await pool in self.pools {
+                group.addTask { await pool.run() }
+            }
+        }
+    }
+
+    /// The pool to use now: a new one if the database is down and the one in use is at least
+    /// ``minimumPoolAge`` old.
+    private func client(isDown: Bool) -> PostgresClient {
+        let now = ContinuousClock.now
+        return self.pool.withLock { pool in
+            guard isDown, now - pool.made >= Self.minimumPoolAge else { return pool.client }
+            let fresh = Pool(configuration: self.clientConfiguration)
+            pool.retire()
+            pool = (fresh.client, now, fresh.retire)
+            self.newPool.yield(fresh)
+            return fresh.client
+        }
     }
 
     /// Runs `operation` on a connection, within `timeout`, once the schema is ready.
@@ -111,7 +171,7 @@ final class CacheDatabase: Sendable {
         _ operation: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws(CacheError) -> Result {
         let started = ContinuousClock.now
-        let (schema, retryAt) = self.state.withLock { ($0.schema, $0.retryAt) }
+        let (schema, retryAt, isDown) = self.state.withLock { ($0.schema, $0.retryAt, $0.downSince != nil) }
         if case .unusable(let error) = schema { throw error }
         if let retryAt, started < retryAt {
             self.counters.failure()
@@ -120,7 +180,8 @@ final class CacheDatabase: Sendable {
         do {
             // The schema is made ready on the operation's connection, within its time.
             let needsSchema = if case .unknown = schema { true } else { false }
-            let result = try await Deadline.run(within: timeout, on: self.eventLoop) { [client] in
+            let client = self.client(isDown: isDown)
+            let result = try await Deadline.run(within: timeout, on: self.eventLoop) {
                 try await client.withConnection { connection in
                     if needsSchema { try await self.prepare(on: connection) }
                     return try await operation(connection)

@@ -168,6 +168,41 @@ struct PostgresCacheTests {
         }
     }
 
+    /// postgres-nio's pool waits longer between connection attempts the longer they fail, up to
+    /// 60 s: after 90 s of failures it waits about 20 s. The pool's back-off runs on the wall
+    /// clock inside postgres-nio, so this test takes 90 s of it; loads come every 100 ms, as on
+    /// a quiet node.
+    @Test(.timeLimit(.minutes(3)))
+    func aDatabaseBackAfterANinetySecondOutageIsUsedAgainWithinFiveSeconds() async throws {
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
+            (configuration.readTimeout, configuration.retryInterval) = (.seconds(1), .seconds(1))
+            let cache = try PostgresCache(configuration: configuration)
+            try await running(cache) {
+                try await cache.set(Data("kept".utf8), forKey: "a", metadata: Data())
+                try await cluster.stop()
+                let clock = ContinuousClock()
+                let end = clock.now + .seconds(90)
+                while clock.now < end {
+                    // Down: a miss, at once or once the pool gives up waiting.
+                    #expect((try? await cache.entry(forKey: "a")) == nil)
+                    try await clock.sleep(for: .milliseconds(100))
+                }
+                try await cluster.start()
+                let back = clock.now
+                var entry: DataCacheEntry?
+                while entry == nil, clock.now - back < .seconds(60) {
+                    entry = try? await cache.entry(forKey: "a")
+                    if entry == nil { try await clock.sleep(for: .milliseconds(100)) }
+                }
+                let waited = clock.now - back
+                #expect(entry?.data == Data("kept".utf8))
+                #expect(waited < .seconds(5), "used again \(waited) after the database was")
+                #expect(cache.statistics.outages == 1)
+            }
+        }
+    }
+
     @Test func theSizeLimitHoldsByRemovingTheOldestEntriesFirst() async throws {
         try await PostgresCluster.with { cluster in
             var configuration = PostgresCache.Configuration.testing([cluster.database()])
