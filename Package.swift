@@ -114,6 +114,7 @@ let package = Package(
             name: "CachalotPostgres",
             dependencies: [
                 "Cachalot",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

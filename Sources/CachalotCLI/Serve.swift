@@ -69,6 +69,7 @@ struct Serve: AsyncParsableCommand {
             .init("CACHALOT_OFFLINE", "--offline", .flag),
             .init("CACHALOT_QUIET", "--quiet", .flag),
             .init("CACHALOT_SHARED", "--shared", .list(separator: " ")),
+            .init("CACHALOT_SHARED_KEY", "--shared-key"),
         ]
     )
 
@@ -214,7 +215,7 @@ struct Serve: AsyncParsableCommand {
         case (nil, true):
             signing = .disabled
         case (let hex?, false):
-            guard let key = Self.bytes(hex: hex), key.count >= 16 else {
+            guard let key = HexKey.bytes(hex), key.count >= 16 else {
                 throw ValidationError("The image key must be hex digits, at least 32 of them (16 bytes).")
             }
             signing = .key(key)
@@ -230,20 +231,6 @@ struct Serve: AsyncParsableCommand {
             threads: self.imageThreads ?? ImageWorkers.defaultThreadCount,
             queueLimit: self.imageQueue ?? 16
         )
-    }
-
-    /// The bytes that `hex` spells, two digits a byte, or `nil`.
-    static func bytes(hex: String) -> Data? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes = Data(capacity: digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
-                return nil
-            }
-            bytes.append(byte)
-        }
-        return bytes
     }
 
     /// The access log that `--access-log` (`name`) and `-q` (`quiet`) ask for: text unless told

@@ -16,6 +16,26 @@ struct SharedOptions: ParsableArguments {
     )
     var urls: [String] = []
 
+    @Option(
+        name: .customLong("shared-key"),
+        help: ArgumentHelp(
+            "A key every node shares, as hex (at least 32 digits, 16 bytes): rows carry an HMAC under it.",
+            discussion: "A row whose HMAC does not verify is a miss (default: CACHALOT_SHARED_KEY, else none)."
+        )
+    )
+    var key: String?
+
+    /// The signing key: `--shared-key`, else `CACHALOT_SHARED_KEY`; `nil` for none.
+    func signingKey(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Data? {
+        guard let hex = self.key ?? environment["CACHALOT_SHARED_KEY"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            return nil
+        }
+        guard let key = HexKey.bytes(hex), key.count >= 16 else {
+            throw ValidationError("The shared key must be hex digits, at least 32 of them (16 bytes).")
+        }
+        return key
+    }
+
     /// The shared databases: `--shared`, else `CACHALOT_SHARED`; empty for none.
     func databases(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [DatabaseURL] {
         let texts =
@@ -40,11 +60,12 @@ struct SharedOptions: ParsableArguments {
         _ body: (PostgresCache?) async throws -> Result
     ) async throws -> Result {
         let databases = try self.databases()
+        let signingKey = try self.signingKey()
         guard !databases.isEmpty else { return try await body(nil) }
         let shared: PostgresCache
         do {
             shared = try PostgresCache(
-                configuration: .init(databases: databases, writeTimeout: writeTimeout),
+                configuration: .init(databases: databases, writeTimeout: writeTimeout, signingKey: signingKey),
                 logger: logger,
                 metrics: metrics
             )

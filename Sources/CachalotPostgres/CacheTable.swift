@@ -10,7 +10,8 @@ import PostgresNIO
 ///   the key itself (compared whole on read), the bytes, the metadata, their size, a CRC-32C of
 ///   both (checked on read), when it was written, and `id`, from a sequence, in the order of
 ///   writing: trims remove the lowest ids first (first in, first out) through its index.
-///   `tags` holds the stored response's tags (`Surrogate-Key`, `Cache-Tag`). Purges go through
+///   `signature` holds an HMAC-SHA256 of the key, metadata and value under the fleet's
+///   signing key, if it has one (else it is empty). `tags` holds the stored response's tags (`Surrogate-Key`, `Cache-Tag`). Purges go through
 ///   indexes: on the key's first ``keyIndexLength`` bytes (a URL and its variants, a prefix),
 ///   which a range of keys reads in order, and a GIN index on the tags.
 /// - `cachalot_usage` holds the bytes and entries of the table, kept by a trigger on
@@ -49,13 +50,15 @@ enum CacheTable {
                         size bigint NOT NULL,
                         checksum bigint NOT NULL,
                         created double precision NOT NULL,
-                        tags text[] NOT NULL DEFAULT '{}'
+                        tags text[] NOT NULL DEFAULT '{}',
+                        signature bytea NOT NULL DEFAULT ''
                     )
                     """
             ),
             "CREATE INDEX IF NOT EXISTS cachalot_entries_by_id ON cachalot_entries (id)",
             // A table of version 1 has no tags.
             "ALTER TABLE cachalot_entries ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAULT '{}'",
+            "ALTER TABLE cachalot_entries ADD COLUMN IF NOT EXISTS signature bytea NOT NULL DEFAULT ''",
             PostgresQuery(
                 unsafeSQL: """
                     CREATE INDEX IF NOT EXISTS cachalot_entries_by_key
@@ -172,17 +175,26 @@ enum CacheTable {
         var metadata: Data
         var checksum: Int64
         var created: Double
+        var signature: Data
     }
 
     static func read(_ digest: ByteBuffer) -> PostgresQuery {
-        "SELECT id, key, value, metadata, checksum, created FROM cachalot_entries WHERE digest = \(digest)"
+        "SELECT id, key, value, metadata, checksum, created, signature FROM cachalot_entries WHERE digest = \(digest)"
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        let (id, key, value, metadata, checksum, created) = try row.decode(
-            (Int64, Data, Data, Data, Int64, Double).self
+        let (id, key, value, metadata, checksum, created, signature) = try row.decode(
+            (Int64, Data, Data, Data, Int64, Double, Data).self
         )
-        return Row(id: id, key: key, value: value, metadata: metadata, checksum: checksum, created: created)
+        return Row(
+            id: id,
+            key: key,
+            value: value,
+            metadata: metadata,
+            checksum: checksum,
+            created: created,
+            signature: signature
+        )
     }
 
     /// Writes a row; answers the table's size in bytes before it.
@@ -193,17 +205,20 @@ enum CacheTable {
         metadata: ByteBuffer,
         checksum: Int64,
         created: Double,
-        tags: [String]
+        tags: [String],
+        signature: ByteBuffer
     ) -> PostgresQuery {
         let size = Int64(key.readableBytes + value.readableBytes + metadata.readableBytes)
         return """
             WITH written AS (
-                INSERT INTO cachalot_entries (digest, key, value, metadata, size, checksum, created, tags)
-                VALUES (\(digest), \(key), \(value), \(metadata), \(size), \(checksum), \(created), \(tags))
+                INSERT INTO cachalot_entries (digest, key, value, metadata, size, checksum, created, tags, signature)
+                VALUES (
+                    \(digest), \(key), \(value), \(metadata), \(size), \(checksum), \(created), \(tags), \(signature)
+                )
                 ON CONFLICT (digest) DO UPDATE SET
                     id = nextval('cachalot_entries_id'), key = excluded.key, value = excluded.value,
                     metadata = excluded.metadata, size = excluded.size, checksum = excluded.checksum,
-                    created = excluded.created, tags = excluded.tags
+                    created = excluded.created, tags = excluded.tags, signature = excluded.signature
                 RETURNING 1
             )
             SELECT coalesce(sum(bytes), 0)::bigint FROM cachalot_usage

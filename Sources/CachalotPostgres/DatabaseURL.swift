@@ -93,6 +93,14 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// What names the database whatever the credentials: its place in the hashing.
+    /// Whether the host is this machine: `localhost`, an address in 127.0.0.0/8, or `::1`.
+    var isLoopback: Bool {
+        let host = self.host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
     var identity: String {
         "\(self.host.lowercased()):\(self.port)/\(self.database)"
     }

@@ -32,6 +32,13 @@ extension PostgresCache {
         public var maximumConnections: Int
         /// The most entries one trim removes in one statement. Default: 100.
         public var trimBatchSize: Int
+        /// A key, at least 16 bytes, that every node of the fleet shares: each row written carries
+        /// an HMAC-SHA256 under it of its key, metadata and bytes, and a row read whose HMAC does
+        /// not verify is a miss (counted in ``Statistics/unverifiedEntries`` and logged once; left
+        /// for this node's own write of the entry to replace). Without it, a row carries no HMAC and is trusted as its CRC-32C allows:
+        /// anyone who can write the table, or sit between a node and its database, can then
+        /// serve any body to the fleet. Default: `nil`.
+        public var signingKey: Data?
 
         /// Creates a configuration; every parameter but `databases` defaults to the value its
         /// property names.
@@ -44,7 +51,8 @@ extension PostgresCache {
             retryInterval: Duration = .seconds(1),
             isUnlogged: Bool = false,
             maximumConnections: Int = 8,
-            trimBatchSize: Int = 100
+            trimBatchSize: Int = 100,
+            signingKey: Data? = nil
         ) {
             self.databases = databases
             self.maximumSize = maximumSize
@@ -55,9 +63,16 @@ extension PostgresCache {
             self.isUnlogged = isUnlogged
             self.maximumConnections = maximumConnections
             self.trimBatchSize = trimBatchSize
+            self.signingKey = signingKey
         }
 
         func validate() throws(CacheError) {
+            if let key = self.signingKey, key.count < 16 {
+                throw CacheError(
+                    .invalidConfiguration,
+                    "signingKey must have at least 16 bytes (got \(key.count)): a shorter one can be guessed."
+                )
+            }
             guard !self.databases.isEmpty else {
                 throw CacheError(.invalidConfiguration, "A PostgresCache needs at least one database URL.")
             }

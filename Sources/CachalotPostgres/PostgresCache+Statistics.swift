@@ -13,6 +13,9 @@ extension PostgresCache {
         public var writes = 0
         /// Rows found damaged (another key, a wrong checksum), read as misses and removed.
         public var corruptEntries = 0
+        /// Rows whose HMAC did not verify under ``Configuration/signingKey`` (written without the
+        /// key, with another, or by someone else), read as misses.
+        public var unverifiedEntries = 0
         /// Entries the trims removed, for the size or the age limit.
         public var trimmed = 0
         /// Operations that failed or timed out, or were skipped while a database was down.
@@ -32,7 +35,10 @@ extension PostgresCache {
         init(_ configuration: MetricsConfiguration?) {
             var metrics: [String: Counter] = [:]
             if let configuration {
-                for label in ["hits", "misses", "writes", "corrupt_entries", "trimmed", "failures", "outages"] {
+                for label in [
+                    "hits", "misses", "writes", "corrupt_entries", "unverified_entries", "trimmed", "failures",
+                    "outages",
+                ] {
                     metrics[label] = Counter(label: "\(configuration.label).\(label)", factory: configuration.factory)
                 }
             }
@@ -49,6 +55,7 @@ extension PostgresCache {
         func miss() { self.add(\.misses, "misses") }
         func write() { self.add(\.writes, "writes") }
         func corrupt() { self.add(\.corruptEntries, "corrupt_entries") }
+        func unverified() { self.add(\.unverifiedEntries, "unverified_entries") }
         func trimmed(_ count: Int) { self.add(\.trimmed, "trimmed", count) }
         func failure() { self.add(\.failures, "failures") }
         func outage() { self.add(\.outages, "outages") }

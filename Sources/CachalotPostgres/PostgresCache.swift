@@ -1,10 +1,12 @@
 import Cachalot
+import Crypto
 import Foundation
 import Logging
 import NIOCore
 import NIOFoundationCompat
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// A store of bytes and metadata in PostgreSQL, shared by every machine that names the same
 /// databases: the shared tier of a fleet's `ResourceLoader`s, below their memory and disk.
@@ -31,7 +33,8 @@ import ServiceLifecycle
 ///   schema of another version is a clear error (`CacheError.Code.invalidConfiguration`).
 /// - A row is read whole and checked: its key is compared with the key asked for, and its
 ///   CRC-32C with its bytes and metadata. A row that fails, or is older than
-///   ``Configuration/maximumAge``, reads as a miss and is removed.
+///   ``Configuration/maximumAge``, reads as a miss and is removed. With
+///   ``Configuration/signingKey``, a row must also carry a valid HMAC-SHA256 under it.
 /// - Each database keeps within ``Configuration/maximumSize`` by removing its oldest rows
 ///   (first in, first out) in batches of ``Configuration/trimBatchSize`` after a write that
 ///   finds it full; the size is kept by a trigger, never counted by scanning the table.
@@ -48,6 +51,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
     private let databases: [CacheDatabase]
     private let now: @Sendable () -> Date
     private let counters: Counters
+    private let logger: Logger
+    /// The fleet's signing key, if it has one.
+    private let signingKey: SymmetricKey?
+    /// Whether a row that did not verify has been logged: once a process.
+    private let loggedUnverified = Mutex(false)
 
     /// Makes a cache on the databases of `configuration`. Nothing connects until ``run()``.
     ///
@@ -71,6 +79,23 @@ public final class PostgresCache: AsyncDataCaching, Service {
         self.counters = counters
         self.databases = configuration.databases.map {
             CacheDatabase(url: $0, configuration: configuration, logger: logger, counters: counters)
+        }
+        self.logger = logger
+        self.signingKey = configuration.signingKey.map { SymmetricKey(data: $0) }
+        for url in configuration.databases where !url.isLoopback {
+            switch url.security {
+            case .prefer, .require:
+                logger.warning(
+                    """
+                    The shared cache's connection is encrypted, but the server's certificate is not checked \
+                    (sslmode=\(url.security.rawValue)): whoever sits between can read and change its rows. Use \
+                    sslmode=verify-full, or a signing key (--shared-key).
+                    """,
+                    metadata: ["database": "\(url)"]
+                )
+            case .disable, .verifyFull:
+                break
+            }
         }
     }
 
@@ -135,9 +160,19 @@ public final class PostgresCache: AsyncDataCaching, Service {
         let created = Date(timeIntervalSince1970: row.created)
         let age = self.now().timeIntervalSince(created)
         let isIntact = row.key == Data(key.utf8) && row.checksum == Self.checksum(row.value, row.metadata)
-        guard isIntact, age < self.configuration.maximumAge.seconds else {
-            if !isIntact { self.counters.corrupt() }
+        // Compared in constant time.
+        let isTrusted = self.signingKey.map { signingKey in
+            Self.code(key: key, metadata: row.metadata, value: row.value, using: signingKey) == row.signature
+        }
+        guard isIntact, isTrusted != false, age < self.configuration.maximumAge.seconds else {
             self.counters.miss()
+            if isIntact, isTrusted == false {
+                // Not removed: a node with another key (a fleet changing keys) would otherwise
+                // remove the rows of the rest. This node's own write replaces it.
+                self.untrusted(database)
+                return nil
+            }
+            if !isIntact { self.counters.corrupt() }
             // Bounded like the read it follows: a load waits for it.
             _ = try? await database.perform(
                 "removing a damaged or expired entry",
@@ -171,7 +206,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
             checksum: Self.checksum(data, metadata),
             created: self.now().timeIntervalSince1970,
             // Kept in their own column, whose index purges by tag read.
-            tags: StoredResponse(decoding: metadata).map { Array($0.surrogateKeys).sorted() } ?? []
+            tags: StoredResponse(decoding: metadata).map { Array($0.surrogateKeys).sorted() } ?? [],
+            signature: ByteBuffer(
+                bytes: self.signingKey.map { Data(Self.code(key: key, metadata: metadata, value: data, using: $0)) }
+                    ?? Data()
+            )
         )
         let before = try await database.perform("writing", timeout: self.writeTimeout) { connection in
             try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
@@ -389,6 +428,41 @@ public final class PostgresCache: AsyncDataCaching, Service {
         z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
         z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
         return z ^ (z >> 31)
+    }
+
+    /// A row's HMAC under `signingKey`: of its key, metadata and value, each after its length
+    /// (8 bytes, big-endian), so that no two rows give the same bytes.
+    private static func code(
+        key: String,
+        metadata: Data,
+        value: Data,
+        using signingKey: SymmetricKey
+    ) -> HMAC<SHA256>.MAC {
+        var hmac = HMAC<SHA256>(key: signingKey)
+        for part in [Data(key.utf8), metadata, value] {
+            withUnsafeBytes(of: UInt64(part.count).bigEndian) { hmac.update(data: $0) }
+            hmac.update(data: part)
+        }
+        return hmac.finalize()
+    }
+
+    /// Counts a row whose HMAC did not verify, and logs the first.
+    private func untrusted(_ database: CacheDatabase) {
+        self.counters.unverified()
+        let isFirst = self.loggedUnverified.withLock { logged in
+            defer { logged = true }
+            return !logged
+        }
+        if isFirst {
+            self.logger.warning(
+                """
+                A row of the shared cache does not carry a valid signature under the signing key: it was \
+                written by a node without the key or with another, or by someone else. Such rows are misses, \
+                replaced by this node's own writes; this is logged once.
+                """,
+                metadata: ["database": "\(database.url)"]
+            )
+        }
     }
 
     private static func checksum(_ value: Data, _ metadata: Data) -> Int64 {

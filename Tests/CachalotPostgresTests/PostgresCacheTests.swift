@@ -68,6 +68,69 @@ struct PostgresCacheTests {
         }
     }
 
+    @Test func withASigningKeyRowsWithoutAValidHMACAreMissesCountedAndLoggedOnce() async throws {
+        let key = Data((0..<32).map { UInt8($0) })
+        try await PostgresCluster.with { cluster in
+            var signed = PostgresCache.Configuration.testing([cluster.database()])
+            signed.signingKey = key
+            let logs = WarningCounter()
+            let writer = try PostgresCache(configuration: signed)
+            let reader = try PostgresCache(configuration: signed, logger: logs.logger)
+            let unsigned = try PostgresCache(configuration: .testing([cluster.database()]))
+            try await running(writer) {
+                try await running(reader) {
+                    try await running(unsigned) {
+                        try await writer.set(Data("signed".utf8), forKey: "a", metadata: Data("m".utf8))
+                        #expect(try await reader.entry(forKey: "a")?.data == Data("signed".utf8))
+                        // A node without the key, or anyone who can write the table: its rows
+                        // are intact (key and CRC-32C) but carry no HMAC under the key.
+                        try await unsigned.set(Data("forged".utf8), forKey: "b", metadata: Data())
+                        try await unsigned.set(Data("forged".utf8), forKey: "c", metadata: Data())
+                        #expect(try await reader.entry(forKey: "b") == nil)
+                        #expect(try await reader.entry(forKey: "c") == nil)
+                        // Another row's valid HMAC does not verify for this row: it covers the key.
+                        try await writer.set(Data("signed".utf8), forKey: "d", metadata: Data("m".utf8))
+                        try await cluster.sql(
+                            """
+                            UPDATE cachalot_entries SET signature = (SELECT signature FROM cachalot_entries WHERE key = 'a')
+                            WHERE key = 'd'
+                            """
+                        )
+                        #expect(try await reader.entry(forKey: "d") == nil)
+                        #expect(reader.statistics.unverifiedEntries == 3)
+                        #expect(reader.statistics.corruptEntries == 0)
+                        #expect(logs.warnings == 1)
+                        // Left in place: the reader's own write replaces such a row.
+                        #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "4\n")
+                        try await reader.set(Data("mine".utf8), forKey: "b", metadata: Data())
+                        #expect(try await reader.entry(forKey: "b")?.data == Data("mine".utf8))
+                        // A node without the key reads signed rows as any.
+                        #expect(try await unsigned.entry(forKey: "a")?.data == Data("signed".utf8))
+                    }
+                }
+            }
+        }
+        var short = PostgresCache.Configuration.testing([])
+        short.databases = [DatabaseURL(host: "127.0.0.1", port: 5432, user: "u", database: "d")]
+        short.signingKey = Data(count: 15)
+        #expect { _ = try PostgresCache(configuration: short) } throws: {
+            ($0 as? CacheError)?.code == .invalidConfiguration
+        }
+    }
+
+    @Test func anEncryptedConnectionThatChecksNoCertificateToAnotherHostIsWarnedOf() throws {
+        for (url, warnings) in [
+            ("postgres://u@db.example.com/cache", 1), ("postgres://u@db.example.com/cache?sslmode=require", 1),
+            ("postgres://u@db.example.com/cache?sslmode=verify-full", 0),
+            ("postgres://u@db.example.com/cache?sslmode=disable", 0), ("postgres://u@127.0.0.1/cache", 0),
+            ("postgres://u@localhost/cache?sslmode=require", 0), ("postgres://u@[::1]/cache", 0),
+        ] {
+            let logs = WarningCounter()
+            _ = try PostgresCache(configuration: .testing([DatabaseURL(url)]), logger: logs.logger)
+            #expect(logs.warnings == warnings, "\(url)")
+        }
+    }
+
     @Test func aSchemaOfAnotherVersionIsAClearErrorAndIsLeftAlone() async throws {
         try await PostgresCluster.with { cluster in
             let cache = try PostgresCache(configuration: .testing([cluster.database()]))

@@ -64,7 +64,7 @@ struct PurgeTests {
             try await cluster.sql(
                 """
                 DROP INDEX cachalot_entries_by_key, cachalot_entries_by_tag;
-                ALTER TABLE cachalot_entries DROP COLUMN tags;
+                ALTER TABLE cachalot_entries DROP COLUMN tags, DROP COLUMN signature;
                 UPDATE cachalot_schema SET version = 1;
                 """
             )
