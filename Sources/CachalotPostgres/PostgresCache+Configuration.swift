@@ -32,6 +32,9 @@ extension PostgresCache {
         public var maximumConnections: Int
         /// The most entries one trim removes in one statement. Default: 100.
         public var trimBatchSize: Int
+        /// The most bytes of key, value and metadata one row may hold: a loader writes no larger
+        /// entry here, and ``PostgresCache/set(_:forKey:metadata:)`` refuses one. Default: 32 MiB.
+        public var maximumEntrySize: Int
         /// A key, at least 16 bytes, that every node of the fleet shares: each row written carries
         /// an HMAC-SHA256 under it of its key, metadata and bytes, and a row read whose HMAC does
         /// not verify is a miss (counted in ``Statistics/unverifiedEntries`` and logged once; left
@@ -52,6 +55,7 @@ extension PostgresCache {
             isUnlogged: Bool = false,
             maximumConnections: Int = 8,
             trimBatchSize: Int = 100,
+            maximumEntrySize: Int = 32 << 20,
             signingKey: Data? = nil
         ) {
             self.databases = databases
@@ -63,6 +67,7 @@ extension PostgresCache {
             self.isUnlogged = isUnlogged
             self.maximumConnections = maximumConnections
             self.trimBatchSize = trimBatchSize
+            self.maximumEntrySize = maximumEntrySize
             self.signingKey = signingKey
         }
 
@@ -78,6 +83,12 @@ extension PostgresCache {
             }
             guard Set(self.databases.map(\.identity)).count == self.databases.count else {
                 throw CacheError(.invalidConfiguration, "The same database is named twice: \(self.databases).")
+            }
+            guard self.maximumEntrySize > 0 else {
+                throw CacheError(
+                    .invalidConfiguration,
+                    "maximumEntrySize must be greater than 0 (got \(self.maximumEntrySize))."
+                )
             }
             guard self.maximumSize > 0 else {
                 throw CacheError(.invalidConfiguration, "maximumSize must be greater than 0 (got \(self.maximumSize)).")

@@ -192,10 +192,19 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
     /// not an error.
     ///
-    /// - Throws: `CacheError.Code.unavailable` if the database is down, fails, or does not
-    ///   answer within ``Configuration/writeTimeout``; `CacheError.Code.invalidConfiguration`
-    ///   if its schema is of a version this code does not know.
+    /// - Throws: `CacheError.Code.invalidArgument` for an entry over
+    ///   ``Configuration/maximumEntrySize``; `CacheError.Code.unavailable` if the database is
+    ///   down, fails, or does not answer within ``Configuration/writeTimeout``;
+    ///   `CacheError.Code.invalidConfiguration` if its schema is of a version this code does not
+    ///   know.
     public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
+        let size = key.utf8.count + data.count + metadata.count
+        guard size <= self.maximumEntrySize else {
+            throw CacheError(
+                .invalidArgument,
+                "An entry of \(size) bytes is larger than the shared cache's maximumEntrySize (\(self.maximumEntrySize))."
+            )
+        }
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
         let statement = CacheTable.write(
@@ -216,13 +225,15 @@ public final class PostgresCache: AsyncDataCaching, Service {
             try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
         }
         self.counters.write()
-        let size = Int64(key.utf8.count + data.count + metadata.count)
-        let isFull = before.addingSaturated(size) > Int64(self.configuration.maximumSize)
+        let isFull = before.addingSaturated(Int64(size)) > Int64(self.configuration.maximumSize)
         if database.countWrite() || isFull {
             // The entry is written; a trim that fails is counted, and the next write tries again.
             try? await self.trim(database)
         }
     }
+
+    /// ``Configuration/maximumEntrySize``: a loader writes no larger entry here.
+    public var maximumEntrySize: Int { self.configuration.maximumEntrySize }
 
     /// Removes the entry for `key` from the database that holds it.
     ///

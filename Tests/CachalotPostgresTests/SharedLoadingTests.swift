@@ -125,6 +125,43 @@ struct SharedLoadingTests {
         }
     }
 
+    @Test func aBodySpooledToDiskReachesTheDatabaseOnceWholeWithinItsRowLimit() async throws {
+        let large = Data((0..<(3 << 20)).map { UInt8($0 % 251) })
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=600")],
+                data: request.path == "/small" ? large.prefix(1 << 20) : large
+            )
+        }
+        defer { origin.stop() }
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
+            configuration.maximumEntrySize = 2 << 20
+            let shared = try PostgresCache(configuration: configuration)
+            try await running(shared) {
+                // Bodies over 512 KiB are written to the disk as they arrive.
+                let spooling = ResourceLoader.Configuration(streamingThreshold: 512 << 10)
+                let first = try ResourceLoader(
+                    configuration: spooling,
+                    transport: AsyncHTTPClientTransport(),
+                    disk: DiskCache(directory: self.directory.url.appending(path: "first")),
+                    shared: [shared]
+                )
+                _ = try await first.load(origin.url("/small"))
+                _ = try await first.load(origin.url("/large"))
+                await first.waitForBackgroundWork()
+                #expect(first.statistics.sharedStorageFailures == 0)
+                let second = try self.makeLoader("second", shared: shared)
+                let small = try await second.load(origin.url("/small"))
+                #expect(small.source == .shared && small.body == large.prefix(1 << 20))
+                // Over the row limit: not written, so not found.
+                #expect(try await second.load(origin.url("/large")).source == .network)
+                await second.waitForBackgroundWork()
+                #expect(origin.requests.count == 3)
+            }
+        }
+    }
+
     @Test func theDatabaseStoppedMidRunCostsNothingButItsHitsAndComesBackByItself() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=600")], body: "hello")
         }

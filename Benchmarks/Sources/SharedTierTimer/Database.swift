@@ -19,7 +19,14 @@ struct Database {
         self.name = name
         self.isUnlogged = isUnlogged
         self.cache = try PostgresCache(
-            configuration: .init(databases: [url], maximumSize: 1 << 30, isUnlogged: isUnlogged)
+            // Rows up to 64 MiB, so that 32 MiB values can be measured.
+            configuration: .init(
+                databases: [url],
+                maximumSize: 1 << 30,
+                writeTimeout: .seconds(10),
+                isUnlogged: isUnlogged,
+                maximumEntrySize: 64 << 20
+            )
         )
         let defaults = self.cache.configuration
         var configuration = PostgresClient.Configuration(

@@ -21,6 +21,9 @@ enum Plan {
     static let warmUpCalls = 100
     static let loaderURLs = 500
     static let loaderPassesPerRound = 2
+    /// The sizes of the large rows measured, and the calls each way per round.
+    static let largeValueSizes = [1 << 20, 8 << 20, 32 << 20]
+    static let largeCallsPerRound = 8
 }
 
 /// The bytes every measurement stores: random, as compressed images are (PostgreSQL's TOAST
@@ -31,8 +34,8 @@ struct Payload {
     let valueBuffer: ByteBuffer
     let metadataBuffer: ByteBuffer
 
-    init() {
-        self.value = Data(randomBytes(Plan.valueSize))
+    init(valueSize: Int = Plan.valueSize) {
+        self.value = Data(randomBytes(valueSize))
         self.metadata = Data(randomBytes(Plan.metadataSize))
         self.valueBuffer = ByteBuffer(data: self.value)
         self.metadataBuffer = ByteBuffer(data: self.metadata)
@@ -84,6 +87,42 @@ struct Hits {
     }
 }
 
+/// Hits of one large row, through the shared tier and bare.
+struct LargeHit {
+    let database: Database
+    let size: Int
+    let key: String
+    let digest: ByteBuffer
+
+    init(database: Database, payload: Payload) async throws {
+        self.database = database
+        self.size = payload.value.count
+        self.key = "https://images.example.com/large/\(payload.value.count).bin"
+        try await database.cache.set(payload.value, forKey: self.key, metadata: payload.metadata)
+        var digest: ByteBuffer?
+        let rows = try await database.client.query(
+            "SELECT digest FROM cachalot_entries WHERE key = \(ByteBuffer(string: self.key))"
+        )
+        for try await found in rows.decode(ByteBuffer.self) { digest = found }
+        guard let digest else { throw BenchmarkFailure("the large row was not written") }
+        self.digest = digest
+    }
+
+    func round(count: Int) async throws -> RoundResult {
+        try await interleaved(count: count, block: 2) { _ in
+            guard let entry = try await self.database.cache.entry(forKey: self.key), entry.data.count == self.size
+            else { throw BenchmarkFailure("the shared tier missed") }
+        } baseline: { _ in
+            let rows = try await self.database.client.query(
+                "SELECT value, metadata FROM cachalot_entries WHERE digest = \(self.digest)"
+            )
+            var found = 0
+            for try await (value, _) in rows.decode((Data, Data).self) { found = value.count }
+            guard found == self.size else { throw BenchmarkFailure("the SELECT found no row") }
+        }
+    }
+}
+
 /// Sets through the shared tier, against an upsert of the same columns into `plain_entries`.
 struct Sets {
     let database: Database
@@ -92,18 +131,18 @@ struct Sets {
     let isNew: Bool
     private let overwritten: [(key: String, digest: ByteBuffer)]
 
-    init(database: Database, payload: Payload, isNew: Bool) {
+    init(database: Database, payload: Payload, isNew: Bool, overwrittenKeys: Int = Plan.overwrittenKeys) {
         self.database = database
         self.payload = payload
         self.isNew = isNew
-        self.overwritten = (0..<Plan.overwrittenKeys).map {
+        self.overwritten = (0..<overwrittenKeys).map {
             ("https://images.example.com/overwritten/\($0).jpg", ByteBuffer(bytes: randomBytes(32)))
         }
     }
 
     /// `count` sets each way; `label` makes the new keys of this round its own. Counts the WAL
     /// each side's blocks write.
-    func round(count: Int, label: String) async throws -> RoundResult {
+    func round(count: Int, label: String, block: Int = Plan.block) async throws -> RoundResult {
         // The baseline's digests are as random as SHA-256's, made before the clock starts.
         let rows: [(key: String, digest: ByteBuffer)] =
             self.isNew
@@ -113,7 +152,7 @@ struct Sets {
             : (0..<count).map { self.overwritten[$0 % self.overwritten.count] }
         let keys = rows.map { ByteBuffer(string: $0.key) }
         let checksum = Int64.random(in: 0...Int64(UInt32.max))
-        return try await interleaved(count: count, block: Plan.block, counter: self.database.walPosition) {
+        return try await interleaved(count: count, block: block, counter: self.database.walPosition) {
             call in
             try await self.database.cache.set(
                 self.payload.value,
@@ -327,5 +366,41 @@ func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds
         noDiskComparison.printPassTable(loads: Plan.loaderURLs)
         print("Requests that reached the origin during the timed passes: \(loads.originRequestsSinceFilled).\n")
         printSummary([hitComparison] + sets.map(\.1) + [coldDiskComparison, noDiskComparison])
+
+        // Large rows, which a loader writes once they are whole on disk: how long a set and a
+        // hit take at each size, against the same statements bare.
+        var large: [Comparison] = []
+        for size in Plan.largeValueSizes {
+            let payload = Payload(valueSize: size)
+            let set = Sets(database: logged, payload: payload, isNew: false, overwrittenKeys: 2)
+            let hit = try await LargeHit(database: logged, payload: payload)
+            var setComparison = Comparison(
+                title: "Set of \(size >> 20) MiB, key already there, logged tables",
+                subjectName: "PostgresCache",
+                baselineName: "bare upsert",
+                goal: nil
+            )
+            var hitComparison = Comparison(
+                title: "Hit of \(size >> 20) MiB",
+                subjectName: "PostgresCache",
+                baselineName: "bare SELECT",
+                goal: nil
+            )
+            _ = try await set.round(count: 2, label: "warm-up", block: 1)
+            _ = try await hit.round(count: 2)
+            for round in 1...rounds {
+                setComparison.rounds.append(
+                    try await set.round(count: Plan.largeCallsPerRound, label: "\(round)", block: 2)
+                )
+                hitComparison.rounds.append(try await hit.round(count: Plan.largeCallsPerRound))
+            }
+            large += [setComparison, hitComparison]
+            FileHandle.standardError.write(Data("rows of \(size >> 20) MiB done\n".utf8))
+        }
+        print(
+            "Large rows: values of 1, 8 and 32 MiB of random bytes, \(Plan.largeCallsPerRound) calls each way per "
+                + "round in alternating blocks of 2, 2 keys overwritten in turn, logged tables.\n"
+        )
+        for comparison in large { comparison.printCallTable() }
     }
 }

@@ -254,8 +254,8 @@ struct ResponseBody: AsyncSequence, Sendable {
                         )
                     }
                 }
-                if let storage, let names = storage.storage?.names {
-                    loader.tiers.commit(writer, variants: names, url: storage.url)
+                if let storage, let names = storage.storage?.names, let key = storage.storage?.key {
+                    loader.tiers.commit(writer, key: key, variants: names, url: storage.url, size: self.received)
                 } else {
                     writer.discard()
                 }

@@ -18,6 +18,9 @@ import Foundation
 /// a miss of that store and goes on to the next one, and then to the origin. `CachalotPostgres`
 /// has one on PostgreSQL.
 public protocol AsyncDataCaching: Sendable {
+    /// The most bytes of key, value and metadata one entry may hold: the loader writes no larger
+    /// entry to the store. Default: no limit.
+    var maximumEntrySize: Int { get }
     /// The entry stored for `key`, or `nil`.
     ///
     /// - Throws: ``CacheError`` if the store cannot be read (in time).
@@ -53,6 +56,9 @@ public protocol AsyncDataCaching: Sendable {
 }
 
 extension AsyncDataCaching {
+    /// No limit.
+    public var maximumEntrySize: Int { .max }
+
     /// Removes every entry that `removal` names through ``removeValues(where:)``, which reads
     /// every entry's key and metadata.
     ///

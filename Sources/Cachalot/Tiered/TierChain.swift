@@ -204,7 +204,9 @@ final class TierChain: Sendable {
         for (entry, key) in entries {
             try? self.memory?.set(entry, forKey: key, cost: Self.cost(of: entry))
         }
-        let tiers = Array(self.shared[sharedTiers ?? self.shared.indices])
+        let tiers = self.shared[sharedTiers ?? self.shared.indices].filter {
+            response.body.count <= $0.maximumEntrySize
+        }
         var shared: (@Sendable () async throws(CacheError) -> Void)?
         if !tiers.isEmpty {
             shared = { () async throws(CacheError) in try await Self.write(entries, to: tiers) }
@@ -396,15 +398,35 @@ final class TierChain: Sendable {
         }
     }
 
-    /// Makes a large body written as it arrived into the stored entry, under `url`'s variant if
-    /// its responses vary on `names`.
-    func commit(_ writer: any DataCacheWriting, variants names: [String], url: ResponseKey) {
+    /// Makes a large body written as it arrived into the stored entry under `key` (`url`'s
+    /// variant if its responses vary on `names`), then writes it to the shared tiers that take
+    /// an entry of its `size`, read back from the disk when the write is made: no body waits in
+    /// memory for its turn.
+    func commit(_ writer: any DataCacheWriting, key: ResponseKey, variants names: [String], url: ResponseKey, size: Int)
+    {
         do throws(CacheError) {
             try writer.commit()
             if !names.isEmpty { try self.storeVariants(names, url: url) }
         } catch {
             self.failed(.storing(url, error))
+            return
         }
+        let tiers = self.shared.filter { size <= $0.maximumEntrySize }
+        guard !tiers.isEmpty, let disk = self.disk else { return }
+        let failed = self.failed
+        let isStarted = self.sharedWrites.enqueue(key: url.string, bytes: size) { () async in
+            do throws(CacheError) {
+                // Gone, or replaced by an entry of another kind, since: nothing to share.
+                guard let stored = try disk.entry(forKey: key.string), let entry = Self.decode(stored),
+                    case .response = entry
+                else { return }
+                let entries = names.isEmpty ? [(entry, key)] : [(.variants(names), url), (entry, key)]
+                try await Self.write(entries, to: tiers)
+            } catch {
+                failed(.sharedStoring(url, error))
+            }
+        }
+        if !isStarted { failed(.sharedStoring(url, nil)) }
     }
 
     /// Removes what is stored under `key` from every tier, after the writes to them queued
