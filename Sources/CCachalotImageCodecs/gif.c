@@ -52,8 +52,9 @@ typedef struct {
 } control;
 
 /// Reads the extension whose code giflib just read; fills `next` from a graphic control
-/// extension, and `loop_count` from a NETSCAPE2.0 application extension.
-static int read_extension(GifFileType *gif, int code, GifByteType *block, control *next, uint32_t *loop_count) {
+/// extension, and `repeats` from a NETSCAPE2.0 application extension (the times the animation
+/// is shown again after the first; 0 for ever).
+static int read_extension(GifFileType *gif, int code, GifByteType *block, control *next, uint32_t *repeats) {
     int application = 0;
     int first = 1;
     while (block != NULL) {
@@ -68,7 +69,7 @@ static int read_extension(GifFileType *gif, int code, GifByteType *block, contro
             application = block[0] == 11 && (memcmp(block + 1, "NETSCAPE2.0", 11) == 0 ||
                                              memcmp(block + 1, "ANIMEXTS1.0", 11) == 0);
         } else if (application && block[0] >= 3 && block[1] == 1) {
-            *loop_count = (uint32_t)block[2] | (uint32_t)block[3] << 8;
+            *repeats = (uint32_t)block[2] | (uint32_t)block[3] << 8;
         }
         first = 0;
         if (DGifGetExtensionNext(gif, &block) != GIF_OK) {
@@ -201,6 +202,8 @@ static cachalot_image_status decode_frames(
     uint8_t *line = NULL;
     uint32_t capacity = 0;
     control next = {DISPOSAL_UNSPECIFIED, NO_TRANSPARENT_COLOR, 0};
+    // No NETSCAPE2.0 extension: shown once, as browsers show it.
+    uint32_t repeats = UINT32_MAX;
     if (area == 0) {
         snprintf(message, message_size, "the GIF's canvas has no pixels");
         status = CACHALOT_IMAGE_CORRUPT;
@@ -232,7 +235,7 @@ static cachalot_image_status decode_frames(
             int code;
             GifByteType *block;
             if (DGifGetExtension(gif, &code, &block) != GIF_OK ||
-                read_extension(gif, code, block, &next, &out->loop_count) != GIF_OK) {
+                read_extension(gif, code, block, &next, &repeats) != GIF_OK) {
                 status = failed(gif->Error, &s, message, message_size);
             }
             continue;
@@ -340,6 +343,9 @@ static cachalot_image_status decode_frames(
         snprintf(message, message_size, "the GIF has no frames");
         status = CACHALOT_IMAGE_CORRUPT;
     }
+    // The extension counts the times shown again after the first (0: for ever); the animation
+    // counts the times shown, as gif2webp converts it.
+    out->loop_count = repeats == UINT32_MAX ? 1 : repeats == 0 ? 0 : repeats + 1;
     free(canvas);
     free(saved);
     free(line);

@@ -365,8 +365,9 @@ cachalot_image_status cachalot_webp_animation_add(
         status = CACHALOT_IMAGE_UNSUPPORTED;
     }
     WebPPictureFree(&picture);
-    // libwebp's timestamps are ints: an animation longer than 24 days stops growing there.
-    animation->timestamp += duration;
+    // A WebP frame lasts at most 2^24 - 1 ms (its field's 24 bits); libwebp's timestamps are
+    // ints: an animation longer than 24 days stops growing there.
+    animation->timestamp += duration < 0xFFFFFF ? duration : 0xFFFFFF;
     if (animation->timestamp > INT32_MAX) {
         animation->timestamp = INT32_MAX;
     }

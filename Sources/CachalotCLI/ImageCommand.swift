@@ -178,7 +178,8 @@ struct ImageCommand: AsyncParsableCommand {
             path.contains(".") ? OutputFormat(fileExtension: String(path.split(separator: ".").last ?? "")) : nil
         }
         let quality = self.quality
-        let original = ImageEncodingChoice(name: "original(\(quality.map(String.init) ?? "default"))") { original in
+        let name = "original(\(quality.map(String.init) ?? "default"),animated)"
+        let original = ImageEncodingChoice(name: name) { original in
             Self.encoding(original.format.flatMap { $0 == .gif ? nil : $0 } ?? .png, quality: quality)
         }
         switch self.format ?? extensionFormat {

@@ -119,13 +119,26 @@ public struct ImageDecoder: Sendable {
     ///   format; for a GIF or WebP, `truncated` or `corrupt` if its records or chunks cannot be
     ///   read (a GIF may end without its trailer after a whole frame, as ``decode(_:)`` allows).
     public func frameCount(of data: Data) throws(ImageError) -> Int {
+        try self.frameCount(of: data, upTo: 0)
+    }
+
+    /// Whether the image is a GIF or WebP of more than one frame; `false` if its frames cannot be
+    /// counted (the decoder then says why). A GIF's records are read up to its second frame only.
+    func isAnimated(_ data: Data) -> Bool {
+        let format = ImageFormat(sniffing: data)
+        guard format == .gif || format == .webp else { return false }
+        return ((try? self.frameCount(of: data, upTo: 2)) ?? 1) > 1
+    }
+
+    /// ``frameCount(of:)``, counting a GIF's frames up to `maximum` (0: all).
+    private func frameCount(of data: Data, upTo maximum: UInt32) throws(ImageError) -> Int {
         var count: UInt32 = 0
         var message = [CChar](repeating: 0, count: Self.messageSize)
         let format = ImageFormat(sniffing: data)
         let status = data.withUnsafeBytes { bytes in
             let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return switch format {
-            case .gif: cachalot_gif_frame_count(start, bytes.count, 0, &count, &message, Self.messageSize)
+            case .gif: cachalot_gif_frame_count(start, bytes.count, maximum, &count, &message, Self.messageSize)
             case .webp: cachalot_webp_frame_count(start, bytes.count, &count, &message, Self.messageSize)
             case .png, .jpeg, .avif, nil: CACHALOT_IMAGE_OK
             }

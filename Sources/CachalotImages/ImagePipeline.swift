@@ -557,7 +557,7 @@ public final class ImagePipeline: Sendable {
     /// same job takes the digest of `body`, which the variant's life keeps. With `choice`, it
     /// chooses the encoding for the original, read from its bytes; an animated original whose
     /// encoding animates is decoded whole, frame by frame, each frame processed, under the
-    /// decoder's pixel limit over all its frames.
+    /// decoder's pixel limit over all its frames (past it, its first frame is made, as a still).
     private func processed(
         _ body: Data,
         _ processors: [any ImageProcessing],
@@ -569,14 +569,16 @@ public final class ImagePipeline: Sendable {
             let digest = digesting ? VariantLife.digest(of: body) : nil
             var encoding: ImageEncoding?
             if let choice {
-                let format = ImageFormat(sniffing: body)
-                // A GIF or WebP whose frames cannot be counted is left to the decoder to refuse.
-                let animated = (format == .gif || format == .webp) && (try? decoder.frameCount(of: body)) ?? 1 > 1
-                let chosen = choice.encoding(for: .init(format: format, isAnimated: animated))
+                let animated = decoder.isAnimated(body)
+                let chosen = choice.encoding(for: .init(format: ImageFormat(sniffing: body), isAnimated: animated))
                 encoding = chosen
                 if animated, chosen.animates, chosen.format == .webp {
-                    let image = try Self.processedFrames(body, processors, decoder: decoder, cancellation)
-                    return Processed(image: image, encoding: chosen, digest: digest)
+                    do {
+                        let image = try Self.processedFrames(body, processors, decoder: decoder, cancellation)
+                        return Processed(image: image, encoding: chosen, digest: digest)
+                    } catch let error as ImageError where error.code == .tooLarge {
+                        // More pixels in all its frames than the limit: its first frame, as a still.
+                    }
                 }
             }
             var scale = 1.0

@@ -22,9 +22,11 @@ import Synchronization
 ///   operation succeeds; it does not make the database down, unless it comes while the schema is
 ///   being made (then that is not tried again before the retry interval).
 /// - A database that is down is tried again through a new connection pool, once the pool in use
-///   is at least ``minimumPoolAge`` old: postgres-nio's pool waits longer between connection
-///   attempts the longer they fail (up to 60 s), so that after a long outage it would come back
-///   a minute after the database does. A new pool connects at once.
+///   has had the time to connect (the connect timeout, at least a second): postgres-nio's pool
+///   waits longer between connection attempts the longer they fail (up to 60 s), so that after
+///   a long outage it would come back up to a minute after the database does. A new pool
+///   connects at once. The pool it replaces takes no new operation, and is closed once those
+///   it runs have had their longest time (ten write timeouts, a purge's).
 final class CacheDatabase: Sendable {
     let url: DatabaseURL
     /// The database's seed in rendezvous hashing, from its identity.
@@ -81,7 +83,7 @@ final class CacheDatabase: Sendable {
         client.options.connectTimeout = max(configuration.writeTimeout, .seconds(1))
         self.clientConfiguration = client
         (self.pools, self.newPool) = AsyncStream.makeStream(of: Pool.self)
-        let first = Pool(configuration: client)
+        let first = Pool(configuration: client, grace: configuration.writeTimeout * 10)
         self.pool = Mutex((first.client, .now, first.retire))
         self.newPool.yield(first)
         self.eventLoop = PostgresClient.defaultEventLoopGroup.any()
@@ -103,17 +105,19 @@ final class CacheDatabase: Sendable {
         }
     }
 
-    /// How old a pool must be before a database that is down is tried through a new one: at
-    /// most one new pool a second while it is down.
-    static let minimumPoolAge = Duration.seconds(1)
+    /// How old a pool must be before a database that is down is tried through a new one: its
+    /// connect timeout, so that a pool has had its first attempt.
+    private var renewalAge: Duration { max(self.configuration.writeTimeout, .seconds(1)) }
 
-    /// A connection pool, run until it is retired.
+    /// A connection pool, run until it is retired and the operations it ran have had their time.
     private struct Pool: Sendable {
         let client: PostgresClient
         let retire: @Sendable () -> Void
         private let retired: AsyncStream<Never>
+        private let grace: Duration
 
-        init(configuration: PostgresClient.Configuration) {
+        init(configuration: PostgresClient.Configuration, grace: Duration) {
+            self.grace = grace
             // The pool's own messages (each failed connection attempt) are not passed on: an
             // outage is logged once, by the database.
             self.client = PostgresClient(
@@ -125,11 +129,15 @@ final class CacheDatabase: Sendable {
             self.retire = { continuation.finish() }
         }
 
-        /// Runs the pool until it is retired or the task is cancelled; its connections are closed.
+        /// Runs the pool until the task is cancelled, or `grace` after it is retired; its
+        /// connections are then closed.
         func run() async {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.client.run() }
-                group.addTask { for await _ in self.retired {} }
+                group.addTask {
+                    for await _ in self.retired {}
+                    try? await Task.sleep(for: self.grace)
+                }
                 await group.next()
                 group.cancelAll()
             }
@@ -147,12 +155,12 @@ final class CacheDatabase: Sendable {
     }
 
     /// The pool to use now: a new one if the database is down and the one in use is at least
-    /// ``minimumPoolAge`` old.
+    /// ``renewalAge`` old.
     private func client(isDown: Bool) -> PostgresClient {
         let now = ContinuousClock.now
         return self.pool.withLock { pool in
-            guard isDown, now - pool.made >= Self.minimumPoolAge else { return pool.client }
-            let fresh = Pool(configuration: self.clientConfiguration)
+            guard isDown, now - pool.made >= self.renewalAge else { return pool.client }
+            let fresh = Pool(configuration: self.clientConfiguration, grace: self.configuration.writeTimeout * 10)
             pool.retire()
             pool = (fresh.client, now, fresh.retire)
             self.newPool.yield(fresh)

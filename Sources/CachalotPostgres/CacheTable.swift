@@ -10,8 +10,8 @@ import PostgresNIO
 ///   the key itself (compared whole on read), the bytes, the metadata, their size, a CRC-32C of
 ///   both (checked on read), when it was written, and `id`, from a sequence, in the order of
 ///   writing: trims remove the lowest ids first (first in, first out) through its index.
-///   `signature` holds an HMAC-SHA256 of the key, metadata and value under the fleet's
-///   signing key, if it has one (else it is empty). `tags` holds the stored response's tags (`Surrogate-Key`, `Cache-Tag`). Purges go through
+///   `signature` holds an HMAC-SHA256 of the key, metadata, value, time written and tags under
+///   the fleet's signing key, if it has one (else it is empty). `tags` holds the stored response's tags (`Surrogate-Key`, `Cache-Tag`). Purges go through
 ///   indexes: on the key's first ``keyIndexLength`` bytes (a URL and its variants, a prefix),
 ///   which a range of keys reads in order, and a GIN index on the tags.
 /// - `cachalot_usage` holds the bytes and entries of the table, kept by a trigger on
@@ -121,11 +121,10 @@ enum CacheTable {
     /// The advisory lock that one trim at a time holds.
     static let trimLock: Int64 = 0x6361_6368_616c_6f02
 
-    /// What upgrades a schema of version 1, once ``creation(isUnlogged:)`` has added its tags
-    /// and indexes: its rows are removed, since their tags were never kept and a purge by tag
-    /// would miss them (it is a cache: they are fetched again).
+    /// What upgrades a schema of version 1, once its rows are removed (their tags were never
+    /// kept, and a purge by tag would miss them; it is a cache: they are fetched again) and
+    /// ``creation(isUnlogged:)`` has added its columns and indexes.
     static let upgrade: [PostgresQuery] = [
-        "TRUNCATE cachalot_entries",
         "UPDATE cachalot_usage SET bytes = 0, entries = 0",
         "UPDATE cachalot_schema SET version = \(Self.version) WHERE version = 1",
     ]
@@ -152,17 +151,23 @@ enum CacheTable {
         return try await connection.withTransaction(logger: logger) { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
                 .collect()
-            for statement in Self.creation(isUnlogged: isUnlogged) {
+            // Version 1's rows go before its table is altered and indexed: on an empty table.
+            let creation = Self.creation(isUnlogged: isUnlogged)
+            _ = try await connection.query(creation[0], logger: logger).collect()
+            let found = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
+                .collect().map { try $0.decode(Int.self) }
+            let upgrades = found == [1]
+            if upgrades { _ = try await connection.query("TRUNCATE cachalot_entries", logger: logger).collect() }
+            for statement in creation.dropFirst() {
                 _ = try await connection.query(statement, logger: logger).collect()
             }
-            var versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
-                .collect().map { try $0.decode(Int.self) }
-            if versions == [1] {
+            if upgrades {
                 for statement in Self.upgrade {
                     _ = try await connection.query(statement, logger: logger).collect()
                 }
-                versions = [Self.version]
             }
+            let versions = try await connection.query("SELECT version FROM cachalot_schema", logger: logger)
+                .collect().map { try $0.decode(Int.self) }
             return versions.count == 1 ? versions[0] : 0
         }
     }
@@ -175,16 +180,20 @@ enum CacheTable {
         var metadata: Data
         var checksum: Int64
         var created: Double
+        var tags: [String]
         var signature: Data
     }
 
     static func read(_ digest: ByteBuffer) -> PostgresQuery {
-        "SELECT id, key, value, metadata, checksum, created, signature FROM cachalot_entries WHERE digest = \(digest)"
+        """
+        SELECT id, key, value, metadata, checksum, created, tags, signature FROM cachalot_entries
+        WHERE digest = \(digest)
+        """
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        let (id, key, value, metadata, checksum, created, signature) = try row.decode(
-            (Int64, Data, Data, Data, Int64, Double, Data).self
+        let (id, key, value, metadata, checksum, created, tags, signature) = try row.decode(
+            (Int64, Data, Data, Data, Int64, Double, [String], Data).self
         )
         return Row(
             id: id,
@@ -193,6 +202,7 @@ enum CacheTable {
             metadata: metadata,
             checksum: checksum,
             created: created,
+            tags: tags,
             signature: signature
         )
     }
@@ -236,8 +246,9 @@ enum CacheTable {
     }
 
     /// Removes up to ``purgeBatch`` of the rows `removal` names, found through an index, and
-    /// answers how many; `nil` for a removal no index serves (``CacheRemoval/storedBefore(_:)``,
-    /// whose date is in the metadata). Run again until it removes fewer than a batch.
+    /// answers how many it chose and how many it removed (fewer, if another session removed
+    /// some meanwhile); `nil` for a removal no index serves (``CacheRemoval/storedBefore(_:)``,
+    /// whose date is in the metadata). Run again until it chooses fewer than a batch.
     static func purge(_ removal: CacheRemoval) -> PostgresQuery? {
         let indexed = "substring(key from 1 for \(Self.keyIndexLength))"
         let head = "WITH doomed AS (SELECT digest FROM cachalot_entries WHERE"
@@ -245,7 +256,7 @@ enum CacheTable {
             LIMIT \(Self.purgeBatch)), removed AS (
                 DELETE FROM cachalot_entries AS entries USING doomed WHERE entries.digest = doomed.digest RETURNING 1
             )
-            SELECT count(*)::bigint FROM removed
+            SELECT (SELECT count(*) FROM doomed)::bigint, (SELECT count(*) FROM removed)::bigint
             """
         switch removal {
         case .url(let url) where !url.isEmpty:
@@ -268,11 +279,13 @@ enum CacheTable {
         case .tag(let tag):
             return "\(unescaped: head) tags @> ARRAY[\(tag)]::text[] \(unescaped: tail)"
         case .all, .prefix, .url:
-            // An empty prefix names every key; an empty URL is no key the loader makes, and
-            // names no row but its variants' (keys that start with a line feed), as it does in
-            // memory and on disk.
+            // An empty prefix names every key; an empty URL, the empty key and the keys that
+            // start with a line feed, as in memory and on disk.
             if case .url = removal {
-                return "\(unescaped: head) substring(key from 1 for 1) = '\\x0a'::bytea \(unescaped: tail)"
+                let variants = ByteBuffer(bytes: [0x0A])
+                return """
+                    \(unescaped: head) (key = ''::bytea OR substring(key from 1 for 1) = \(variants)) \(unescaped: tail)
+                    """
             }
             return "\(unescaped: head) true \(unescaped: tail)"
         case .storedBefore:

@@ -32,8 +32,8 @@ extension PostgresCache {
         public var maximumConnections: Int
         /// The most entries one trim removes in one statement. Default: 100.
         public var trimBatchSize: Int
-        /// The most bytes of key, value and metadata one row may hold: a loader writes no larger
-        /// entry here, and ``PostgresCache/set(_:forKey:metadata:)`` refuses one. Default: 32 MiB.
+        /// The most bytes of value (a response's body) one row may hold: a loader writes no larger
+        /// one here, and ``PostgresCache/set(_:forKey:metadata:)`` refuses one. Default: 32 MiB.
         public var maximumEntrySize: Int
         /// A key, at least 16 bytes, that every node of the fleet shares: each row written carries
         /// an HMAC-SHA256 under it of its key, metadata and bytes, and a row read whose HMAC does

@@ -93,7 +93,15 @@ public final class PostgresCache: AsyncDataCaching, Service {
                     """,
                     metadata: ["database": "\(url)"]
                 )
-            case .disable, .verifyFull:
+            case .disable:
+                logger.warning(
+                    """
+                    The shared cache's connection is not encrypted (sslmode=disable): whoever sits between can \
+                    read and change its rows. Use sslmode=verify-full, or a signing key (--shared-key).
+                    """,
+                    metadata: ["database": "\(url)"]
+                )
+            case .verifyFull:
                 break
             }
         }
@@ -162,7 +170,14 @@ public final class PostgresCache: AsyncDataCaching, Service {
         let isIntact = row.key == Data(key.utf8) && row.checksum == Self.checksum(row.value, row.metadata)
         // Compared in constant time.
         let isTrusted = self.signingKey.map { signingKey in
-            Self.code(key: key, metadata: row.metadata, value: row.value, using: signingKey) == row.signature
+            Self.code(
+                key: key,
+                metadata: row.metadata,
+                value: row.value,
+                created: row.created,
+                tags: row.tags,
+                using: signingKey
+            ) == row.signature
         }
         guard isIntact, isTrusted != false, age < self.configuration.maximumAge.seconds else {
             self.counters.miss()
@@ -192,34 +207,37 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
     /// not an error.
     ///
-    /// - Throws: `CacheError.Code.invalidArgument` for an entry over
+    /// - Throws: `CacheError.Code.invalidArgument` for a value over
     ///   ``Configuration/maximumEntrySize``; `CacheError.Code.unavailable` if the database is
     ///   down, fails, or does not answer within ``Configuration/writeTimeout``;
     ///   `CacheError.Code.invalidConfiguration` if its schema is of a version this code does not
     ///   know.
     public func set(_ data: Data, forKey key: String, metadata: Data) async throws(CacheError) {
-        let size = key.utf8.count + data.count + metadata.count
-        guard size <= self.maximumEntrySize else {
+        guard data.count <= self.maximumEntrySize else {
             throw CacheError(
                 .invalidArgument,
-                "An entry of \(size) bytes is larger than the shared cache's maximumEntrySize (\(self.maximumEntrySize))."
+                "A value of \(data.count) bytes is larger than the shared cache's maximumEntrySize "
+                    + "(\(self.maximumEntrySize))."
             )
         }
+        let size = key.utf8.count + data.count + metadata.count
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
+        let created = self.now().timeIntervalSince1970
+        // Kept in their own column, whose index purges by tag read.
+        let tags = StoredResponse(decoding: metadata).map { Array($0.surrogateKeys).sorted() } ?? []
+        let signature = self.signingKey.map {
+            Data(Self.code(key: key, metadata: metadata, value: data, created: created, tags: tags, using: $0))
+        }
         let statement = CacheTable.write(
             digest: ByteBuffer(bytes: digest.bytes),
             key: ByteBuffer(string: key),
             value: ByteBuffer(data: data),
             metadata: ByteBuffer(data: metadata),
             checksum: Self.checksum(data, metadata),
-            created: self.now().timeIntervalSince1970,
-            // Kept in their own column, whose index purges by tag read.
-            tags: StoredResponse(decoding: metadata).map { Array($0.surrogateKeys).sorted() } ?? [],
-            signature: ByteBuffer(
-                bytes: self.signingKey.map { Data(Self.code(key: key, metadata: metadata, value: data, using: $0)) }
-                    ?? Data()
-            )
+            created: created,
+            tags: tags,
+            signature: ByteBuffer(data: signature ?? Data())
         )
         let before = try await database.perform("writing", timeout: self.writeTimeout) { connection in
             try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
@@ -232,7 +250,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
         }
     }
 
-    /// ``Configuration/maximumEntrySize``: a loader writes no larger entry here.
+    /// ``Configuration/maximumEntrySize``: a loader writes no larger value here.
     public var maximumEntrySize: Int { self.configuration.maximumEntrySize }
 
     /// Removes the entry for `key` from the database that holds it.
@@ -294,11 +312,13 @@ public final class PostgresCache: AsyncDataCaching, Service {
                 removed += try await database.perform("purging", timeout: self.writeTimeout * 10) { connection in
                     var count = 0
                     while true {
-                        let batch =
-                            try await connection.query(statement, logger: Self.quiet).collect().first?
-                            .decode(Int.self) ?? 0
-                        count += batch
-                        if batch < CacheTable.purgeBatch { return count }
+                        let row = try await connection.query(statement, logger: Self.quiet).collect().first
+                        let (chosen, removed) = try row?.decode((Int, Int).self) ?? (0, 0)
+                        count += removed
+                        // A batch that removed fewer than it chose lost rows to another session
+                        // (a trim, another purge): only one that found fewer ends the purge.
+                        if chosen < CacheTable.purgeBatch { return count }
+                        try Task.checkCancellation()
                     }
                 }
             } catch {
@@ -441,16 +461,21 @@ public final class PostgresCache: AsyncDataCaching, Service {
         return z ^ (z >> 31)
     }
 
-    /// A row's HMAC under `signingKey`: of its key, metadata and value, each after its length
-    /// (8 bytes, big-endian), so that no two rows give the same bytes.
+    /// A row's HMAC under `signingKey`: of its key, metadata, value, time written and tags, each
+    /// after its length (8 bytes, big-endian), so that no two rows give the same bytes. The time
+    /// and tags are covered so that a writer of the table can neither keep a row past the age
+    /// limit nor hide it from a purge by tag.
     private static func code(
         key: String,
         metadata: Data,
         value: Data,
+        created: Double,
+        tags: [String],
         using signingKey: SymmetricKey
     ) -> HMAC<SHA256>.MAC {
         var hmac = HMAC<SHA256>(key: signingKey)
-        for part in [Data(key.utf8), metadata, value] {
+        let parts = [Data(key.utf8), metadata, value, withUnsafeBytes(of: created.bitPattern.bigEndian) { Data($0) }]
+        for part in parts + tags.map({ Data($0.utf8) }) {
             withUnsafeBytes(of: UInt64(part.count).bigEndian) { hmac.update(data: $0) }
             hmac.update(data: part)
         }

@@ -173,6 +173,22 @@ struct WebFormatTests {
         }
     }
 
+    @Test("a GIF's NETSCAPE2.0 count is of repeats: N plays N + 1 times, 0 for ever, none once, as gif2webp reads it")
+    func gifLoopCounts() throws {
+        let gif = try Images.fixture("animated.gif")
+        let name = try #require(gif.firstRange(of: Data("NETSCAPE2.0".utf8)))
+        // 21 FF 0B "NETSCAPE2.0" 03 01 <repeats, 2 bytes> 00: 19 bytes from 3 before the name.
+        let start = name.lowerBound - 3
+        var twice = gif
+        twice[name.upperBound + 2] = 2
+        var none = gif
+        none.removeSubrange(start..<start + 19)
+        #expect(try self.decoder.decodeAnimation(gif).loopCount == 0)
+        #expect(try self.decoder.decodeAnimation(twice).loopCount == 3)
+        #expect(try self.decoder.decodeAnimation(none).loopCount == 1)
+        #expect(try self.decoder.decodeAnimation(none).frames.count == 4)
+    }
+
     @Test("an animation encodes as an animated WebP: every frame, its duration and the loop count kept")
     func animatedWebPEncoding() throws {
         for name in ["animated.gif", "animated.webp"] {

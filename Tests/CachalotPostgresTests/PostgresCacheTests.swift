@@ -118,11 +118,11 @@ struct PostgresCacheTests {
         }
     }
 
-    @Test func anEncryptedConnectionThatChecksNoCertificateToAnotherHostIsWarnedOf() throws {
+    @Test func aConnectionToAnotherHostThatChecksNoCertificateIsWarnedOf() throws {
         for (url, warnings) in [
             ("postgres://u@db.example.com/cache", 1), ("postgres://u@db.example.com/cache?sslmode=require", 1),
             ("postgres://u@db.example.com/cache?sslmode=verify-full", 0),
-            ("postgres://u@db.example.com/cache?sslmode=disable", 0), ("postgres://u@127.0.0.1/cache", 0),
+            ("postgres://u@db.example.com/cache?sslmode=disable", 1), ("postgres://u@127.0.0.1/cache", 0),
             ("postgres://u@localhost/cache?sslmode=require", 0), ("postgres://u@[::1]/cache", 0),
         ] {
             let logs = WarningCounter()

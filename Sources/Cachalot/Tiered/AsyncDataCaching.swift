@@ -18,8 +18,8 @@ import Foundation
 /// a miss of that store and goes on to the next one, and then to the origin. `CachalotPostgres`
 /// has one on PostgreSQL.
 public protocol AsyncDataCaching: Sendable {
-    /// The most bytes of key, value and metadata one entry may hold: the loader writes no larger
-    /// entry to the store. Default: no limit.
+    /// The most bytes of value (a response's body) one entry may hold: the loader writes no
+    /// larger one to the store. Default: no limit.
     var maximumEntrySize: Int { get }
     /// The entry stored for `key`, or `nil`.
     ///

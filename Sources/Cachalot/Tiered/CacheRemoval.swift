@@ -25,10 +25,13 @@ public enum CacheRemoval: Sendable, Hashable {
     ///   - stored: Reads the entry's stored response; called only for a tag or a date.
     public func matches(key: String, stored: () -> StoredResponse?) -> Bool {
         switch self {
+        // Keys and tags are compared as bytes, as a database compares them, not as Unicode
+        // strings, which take canonically equivalent ones as equal.
         case .url(let url):
-            key == url || (key.utf8.starts(with: url.utf8) && key.utf8.dropFirst(url.utf8.count).first == 0x0A)
+            key.utf8.starts(with: url.utf8)
+                && (key.utf8.count == url.utf8.count || key.utf8.dropFirst(url.utf8.count).first == 0x0A)
         case .prefix(let prefix): key.utf8.starts(with: prefix.utf8)
-        case .tag(let tag): stored()?.surrogateKeys.contains(tag) ?? false
+        case .tag(let tag): stored()?.surrogateKeys.contains { $0.utf8.elementsEqual(tag.utf8) } ?? false
         case .storedBefore(let date): stored().map { $0.responseTime < date } ?? false
         case .all: true
         }

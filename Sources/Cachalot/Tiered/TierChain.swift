@@ -414,7 +414,8 @@ final class TierChain: Sendable {
         let tiers = self.shared.filter { size <= $0.maximumEntrySize }
         guard !tiers.isEmpty, let disk = self.disk else { return }
         let failed = self.failed
-        let isStarted = self.sharedWrites.enqueue(key: url.string, bytes: size) { () async in
+        // The body waits on disk, not in memory: it counts nothing against the writes' backlog.
+        let isStarted = self.sharedWrites.enqueue(key: url.string, bytes: 0) { () async in
             do throws(CacheError) {
                 // Gone, or replaced by an entry of another kind, since: nothing to share.
                 guard let stored = try disk.entry(forKey: key.string), let entry = Self.decode(stored),
