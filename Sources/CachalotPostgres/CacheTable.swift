@@ -176,24 +176,39 @@ enum CacheTable {
     struct Row {
         var id: Int64
         var key: Data
-        var value: Data
+        /// `nil` if it is over ``CacheTable/inlineValueLimit``, to be read on its own.
+        var value: Data?
         var metadata: Data
         var checksum: Int64
         var created: Double
         var tags: [String]
         var signature: Data
+        /// The bytes of key, value and metadata.
+        var size: Int64
     }
 
+    /// The most bytes of value a read brings with the rest of its row: a larger value is read by
+    /// a second statement (``readValue(_:id:)``), given time for its size, so that a large row
+    /// is not taken for a database that is down.
+    static let inlineValueLimit = 4 << 20
+
+    /// Reads the row of `digest`; its value is NULL if it is over ``inlineValueLimit``.
     static func read(_ digest: ByteBuffer) -> PostgresQuery {
         """
-        SELECT id, key, value, metadata, checksum, created, tags, signature FROM cachalot_entries
-        WHERE digest = \(digest)
+        SELECT id, key, CASE WHEN size <= \(unescaped: String(Self.inlineValueLimit)) THEN value END, metadata,
+            checksum, created, tags, signature, size
+        FROM cachalot_entries WHERE digest = \(digest)
         """
+    }
+
+    /// Reads the value of `digest`'s row, if it is still the one numbered `id`.
+    static func readValue(_ digest: ByteBuffer, id: Int64) -> PostgresQuery {
+        "SELECT value FROM cachalot_entries WHERE digest = \(digest) AND id = \(id)"
     }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        let (id, key, value, metadata, checksum, created, tags, signature) = try row.decode(
-            (Int64, Data, Data, Data, Int64, Double, [String], Data).self
+        let (id, key, value, metadata, checksum, created, tags, signature, size) = try row.decode(
+            (Int64, Data, Data?, Data, Int64, Double, [String], Data, Int64).self
         )
         return Row(
             id: id,
@@ -203,7 +218,8 @@ enum CacheTable {
             checksum: checksum,
             created: created,
             tags: tags,
-            signature: signature
+            signature: signature,
+            size: size
         )
     }
 

@@ -156,24 +156,37 @@ public final class PostgresCache: AsyncDataCaching, Service {
         let digest = KeyDigest(key: key)
         let database = self.database(for: digest)
         let buffer = ByteBuffer(bytes: digest.bytes)
-        let row = try await database.perform("reading", timeout: self.configuration.readTimeout) { connection in
+        let read = try await database.perform("reading", timeout: self.configuration.readTimeout) { connection in
             try await connection.query(CacheTable.read(buffer), logger: Self.quiet).collect().first.map(
                 CacheTable.decode
             )
         }
-        guard let row else {
+        guard var row = read else {
+            self.counters.miss()
+            return nil
+        }
+        if row.value == nil {
+            // A large value, read on its own within the time its size needs.
+            let statement = CacheTable.readValue(buffer, id: row.id)
+            row.value = try await database.perform("reading a large value", timeout: self.timeout(for: row.size)) {
+                connection in
+                try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Data.self)
+            }
+        }
+        // Replaced since: a miss.
+        guard let value = row.value else {
             self.counters.miss()
             return nil
         }
         let created = Date(timeIntervalSince1970: row.created)
         let age = self.now().timeIntervalSince(created)
-        let isIntact = row.key == Data(key.utf8) && row.checksum == Self.checksum(row.value, row.metadata)
+        let isIntact = row.key == Data(key.utf8) && row.checksum == Self.checksum(value, row.metadata)
         // Compared in constant time.
         let isTrusted = self.signingKey.map { signingKey in
             Self.code(
                 key: key,
                 metadata: row.metadata,
-                value: row.value,
+                value: value,
                 created: row.created,
                 tags: row.tags,
                 using: signingKey
@@ -188,18 +201,19 @@ public final class PostgresCache: AsyncDataCaching, Service {
                 return nil
             }
             if !isIntact { self.counters.corrupt() }
+            let id = row.id
             // Bounded like the read it follows: a load waits for it.
             _ = try? await database.perform(
                 "removing a damaged or expired entry",
                 timeout: self.configuration.readTimeout
             ) {
                 connection in
-                _ = try await connection.query(CacheTable.remove(buffer, id: row.id), logger: Self.quiet).collect()
+                _ = try await connection.query(CacheTable.remove(buffer, id: id), logger: Self.quiet).collect()
             }
             return nil
         }
         self.counters.hit()
-        return DataCacheEntry(key: key, data: row.value, metadata: row.metadata, created: created)
+        return DataCacheEntry(key: key, data: value, metadata: row.metadata, created: created)
     }
 
     /// Stores `data` and `metadata` for `key` in the database that holds it, replacing any entry,
@@ -239,7 +253,11 @@ public final class PostgresCache: AsyncDataCaching, Service {
             tags: tags,
             signature: ByteBuffer(data: signature ?? Data())
         )
-        let before = try await database.perform("writing", timeout: self.writeTimeout) { connection in
+        let before = try await database.perform(
+            "writing",
+            timeout: self.timeout(for: Int64(size), from: self.writeTimeout)
+        ) {
+            connection in
             try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
         }
         self.counters.write()
@@ -509,6 +527,14 @@ public final class PostgresCache: AsyncDataCaching, Service {
     }
 
     private var writeTimeout: Duration { self.configuration.writeTimeout }
+
+    /// The time an operation on a row of `size` bytes is given: `base` (the read timeout by
+    /// default), and a millisecond for every 64 KiB past ``CacheTable/inlineValueLimit`` (64 MB/s;
+    /// a 32 MiB value read bare on loopback took 110–144 ms).
+    private func timeout(for size: Int64, from base: Duration? = nil) -> Duration {
+        let past = max(0, size - Int64(CacheTable.inlineValueLimit))
+        return (base ?? self.configuration.readTimeout) + .milliseconds(past >> 16)
+    }
 
     private static let quiet = Logger(label: "cachalot.postgres.queries", factory: { _ in SwiftLogNoOpLogHandler() })
 
