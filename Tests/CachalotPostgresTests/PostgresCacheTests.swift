@@ -97,11 +97,19 @@ struct PostgresCacheTests {
                             """
                         )
                         #expect(try await reader.entry(forKey: "d") == nil)
-                        #expect(reader.statistics.unverifiedEntries == 3)
+                        // The HMAC covers the time written and the tags: a row made younger (to
+                        // outlive the age limit) or stripped of its tags (to escape a purge) fails.
+                        try await writer.set(Data("signed".utf8), forKey: "e", metadata: Data("m".utf8))
+                        try await writer.set(Data("signed".utf8), forKey: "f", metadata: Data("m".utf8))
+                        try await cluster.sql("UPDATE cachalot_entries SET created = created + 3600 WHERE key = 'e'")
+                        try await cluster.sql("UPDATE cachalot_entries SET tags = '{hidden}' WHERE key = 'f'")
+                        #expect(try await reader.entry(forKey: "e") == nil)
+                        #expect(try await reader.entry(forKey: "f") == nil)
+                        #expect(reader.statistics.unverifiedEntries == 5)
                         #expect(reader.statistics.corruptEntries == 0)
                         #expect(logs.warnings == 1)
                         // Left in place: the reader's own write replaces such a row.
-                        #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "4\n")
+                        #expect(try await cluster.sql("SELECT count(*) FROM cachalot_entries") == "6\n")
                         try await reader.set(Data("mine".utf8), forKey: "b", metadata: Data())
                         #expect(try await reader.entry(forKey: "b")?.data == Data("mine".utf8))
                         // A node without the key reads signed rows as any.
