@@ -46,17 +46,20 @@ func randomBytes(_ count: Int) -> [UInt8] {
     (0..<count).map { _ in UInt8.random(in: 0...255) }
 }
 
-/// Hits of `Plan.hitKeys` keys in turn, through the shared tier and bare.
+/// Hits of `keys` keys in turn, through the shared tier and bare.
 struct Hits {
     let database: Database
     let keys: [String]
     /// The rows' digests, which the baseline is given ready.
     let digests: [ByteBuffer]
+    /// The bytes of each value.
+    let size: Int
 
     /// Writes the keys through the shared tier and reads their digests back.
-    init(database: Database, payload: Payload) async throws {
+    init(database: Database, payload: Payload, keys: Int = Plan.hitKeys) async throws {
         self.database = database
-        self.keys = (0..<Plan.hitKeys).map { "https://images.example.com/hits/\($0).jpg?w=256" }
+        self.size = payload.value.count
+        self.keys = (0..<keys).map { "https://images.example.com/hits/\(payload.value.count)/\($0).jpg?w=256" }
         var digests: [ByteBuffer] = []
         for key in self.keys {
             try await database.cache.set(payload.value, forKey: key, metadata: payload.metadata)
@@ -71,50 +74,14 @@ struct Hits {
         self.digests = digests
     }
 
-    func round(count: Int) async throws -> RoundResult {
-        try await interleaved(count: count, block: Plan.block) { call in
+    func round(count: Int, block: Int = Plan.block) async throws -> RoundResult {
+        try await interleaved(count: count, block: block) { call in
             guard let entry = try await self.database.cache.entry(forKey: self.keys[call % self.keys.count]),
-                entry.data.count == Plan.valueSize
+                entry.data.count == self.size
             else { throw BenchmarkFailure("the shared tier missed") }
         } baseline: { call in
             let rows = try await self.database.client.query(
                 "SELECT value, metadata FROM cachalot_entries WHERE digest = \(self.digests[call % self.digests.count])"
-            )
-            var found = 0
-            for try await (value, _) in rows.decode((Data, Data).self) { found = value.count }
-            guard found == Plan.valueSize else { throw BenchmarkFailure("the SELECT found no row") }
-        }
-    }
-}
-
-/// Hits of one large row, through the shared tier and bare.
-struct LargeHit {
-    let database: Database
-    let size: Int
-    let key: String
-    let digest: ByteBuffer
-
-    init(database: Database, payload: Payload) async throws {
-        self.database = database
-        self.size = payload.value.count
-        self.key = "https://images.example.com/large/\(payload.value.count).bin"
-        try await database.cache.set(payload.value, forKey: self.key, metadata: payload.metadata)
-        var digest: ByteBuffer?
-        let rows = try await database.client.query(
-            "SELECT digest FROM cachalot_entries WHERE key = \(ByteBuffer(string: self.key))"
-        )
-        for try await found in rows.decode(ByteBuffer.self) { digest = found }
-        guard let digest else { throw BenchmarkFailure("the large row was not written") }
-        self.digest = digest
-    }
-
-    func round(count: Int) async throws -> RoundResult {
-        try await interleaved(count: count, block: 2) { _ in
-            guard let entry = try await self.database.cache.entry(forKey: self.key), entry.data.count == self.size
-            else { throw BenchmarkFailure("the shared tier missed") }
-        } baseline: { _ in
-            let rows = try await self.database.client.query(
-                "SELECT value, metadata FROM cachalot_entries WHERE digest = \(self.digest)"
             )
             var found = 0
             for try await (value, _) in rows.decode((Data, Data).self) { found = value.count }
@@ -373,7 +340,7 @@ func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds
         for size in Plan.largeValueSizes {
             let payload = Payload(valueSize: size)
             let set = Sets(database: logged, payload: payload, isNew: false, overwrittenKeys: 2)
-            let hit = try await LargeHit(database: logged, payload: payload)
+            let hit = try await Hits(database: logged, payload: payload, keys: 1)
             var setComparison = Comparison(
                 title: "Set of \(size >> 20) MiB, key already there, logged tables",
                 subjectName: "PostgresCache",
@@ -387,12 +354,12 @@ func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds
                 goal: nil
             )
             _ = try await set.round(count: 2, label: "warm-up", block: 1)
-            _ = try await hit.round(count: 2)
+            _ = try await hit.round(count: 2, block: 2)
             for round in 1...rounds {
                 setComparison.rounds.append(
                     try await set.round(count: Plan.largeCallsPerRound, label: "\(round)", block: 2)
                 )
-                hitComparison.rounds.append(try await hit.round(count: Plan.largeCallsPerRound))
+                hitComparison.rounds.append(try await hit.round(count: Plan.largeCallsPerRound, block: 2))
             }
             large += [setComparison, hitComparison]
             FileHandle.standardError.write(Data("rows of \(size >> 20) MiB done\n".utf8))
