@@ -586,11 +586,7 @@ public final class ImagePipeline: Sendable {
                 let size = try decoder.size(of: body)
                 scale = first.requiredScale(sourceWidth: size.width, sourceHeight: size.height)
             }
-            var bitmap = try decoder.decode(body, scale: scale)
-            for processor in processors {
-                try cancellation.check()
-                bitmap = try processor.process(bitmap)
-            }
+            let bitmap = try Self.process(decoder.decode(body, scale: scale), processors, cancellation)
             let image = Animation(frames: [.init(bitmap: bitmap, duration: .zero)], loopCount: 0)
             return Processed(image: image, encoding: encoding, digest: digest)
         }
@@ -612,14 +608,24 @@ public final class ImagePipeline: Sendable {
         var frames: [Animation.Frame] = []
         frames.reserveCapacity(pending.count)
         while let frame = pending.popLast() {
-            var bitmap = frame.bitmap
-            for processor in processors {
-                try cancellation.check()
-                bitmap = try processor.process(bitmap)
-            }
+            let bitmap = try Self.process(frame.bitmap, processors, cancellation)
             frames.append(.init(bitmap: bitmap, duration: frame.duration))
         }
         return Animation(frames: frames, loopCount: loopCount)
+    }
+
+    /// `bitmap` through `processors`, in order, stopping before each once every caller has gone.
+    private static func process(
+        _ bitmap: Bitmap,
+        _ processors: [any ImageProcessing],
+        _ cancellation: ImageWorkers.Cancellation
+    ) throws -> Bitmap {
+        var bitmap = bitmap
+        for processor in processors {
+            try cancellation.check()
+            bitmap = try processor.process(bitmap)
+        }
+        return bitmap
     }
 
     /// The life of a stored `variant` whose original, loaded again, is `original`, with
