@@ -54,6 +54,11 @@ final class CacheDatabase: Sendable {
         var lastServerError: String?
         /// Writes since the last trim.
         var writesSinceTrim = 0
+        /// The table's size as the last trim left it; before the first, taken as empty (what
+        /// is there is seen by the first trim).
+        var trimmedSize: Int64 = 0
+        /// The bytes this process wrote since the last trim.
+        var writtenSinceTrim: Int64 = 0
     }
 
     private enum Schema {
@@ -296,13 +301,33 @@ final class CacheDatabase: Sendable {
         return "\(error.code)\(error.underlying.map { " (\($0))" } ?? "")"
     }
 
-    /// Counts a write; returns whether a trim is due for the age limit (every 64 writes).
-    func countWrite() -> Bool {
+    /// Counts a write of `size` bytes; returns whether a trim is due. The table's size is read
+    /// by trims only, not by every write: a trim is due every 64th write (for the age limit),
+    /// once the size the last trim left plus what this process wrote since is over
+    /// `maximumSize` (what this process alone writes never goes over it), and once this process
+    /// has written a 64th of `maximumSize` since (what the fleet's other writers add, and what
+    /// was there when this process started, is seen then: each writer takes the table at most
+    /// about a 64th over its size).
+    func countWrite(size: Int64, maximumSize: Int64) -> Bool {
         self.state.withLock { state in
             state.writesSinceTrim += 1
-            guard state.writesSinceTrim >= 64 else { return false }
+            state.writtenSinceTrim = state.writtenSinceTrim.addingSaturated(size)
+            guard
+                state.writesSinceTrim >= 64 || state.writtenSinceTrim > maximumSize / 64
+                    || state.trimmedSize.addingSaturated(state.writtenSinceTrim) > maximumSize
+            else { return false }
             state.writesSinceTrim = 0
             return true
+        }
+    }
+
+    /// Notes a trim: the table's size as it read it and left it, or `nil` if another process
+    /// was trimming (whose trim the size it knew stands for).
+    func trimmed(toSize size: Int64?) {
+        self.state.withLock { state in
+            if let size { state.trimmedSize = size }
+            state.writtenSinceTrim = 0
+            state.writesSinceTrim = 0
         }
     }
 }

@@ -36,8 +36,11 @@ import Synchronization
 ///   ``Configuration/maximumAge``, reads as a miss and is removed. With
 ///   ``Configuration/signingKey``, a row must also carry a valid HMAC-SHA256 under it.
 /// - Each database keeps within ``Configuration/maximumSize`` by removing its oldest rows
-///   (first in, first out) in batches of ``Configuration/trimBatchSize`` after a write that
-///   finds it full; the size is kept by a trigger, never counted by scanning the table.
+///   (first in, first out) in batches of ``Configuration/trimBatchSize``, trimmed by a write that
+///   takes it over. The size is kept by a trigger, never counted by scanning the table, and
+///   read by trims only: a process knows what it wrote since its last trim, and reads the size
+///   again after every 64th of ``Configuration/maximumSize`` it writes, so that with other
+///   writers a database goes over its size by at most about a 64th of it per writer.
 /// - A database that is down, slow or full is never worse than none: reads that take longer
 ///   than ``Configuration/readTimeout`` are misses, a database that fails is left alone for
 ///   ``Configuration/retryInterval`` (its reads are misses at once), the outage is logged once
@@ -253,16 +256,12 @@ public final class PostgresCache: AsyncDataCaching, Service {
             tags: tags,
             signature: ByteBuffer(data: signature ?? Data())
         )
-        let before = try await database.perform(
-            "writing",
-            timeout: self.timeout(for: Int64(size), from: self.writeTimeout)
-        ) {
+        try await database.perform("writing", timeout: self.timeout(for: Int64(size), from: self.writeTimeout)) {
             connection in
-            try await connection.query(statement, logger: Self.quiet).collect().first?.decode(Int64.self) ?? 0
+            _ = try await connection.query(statement, logger: Self.quiet).collect()
         }
         self.counters.write()
-        let isFull = before.addingSaturated(Int64(size)) > Int64(self.configuration.maximumSize)
-        if database.countWrite() || isFull {
+        if database.countWrite(size: Int64(size), maximumSize: Int64(self.configuration.maximumSize)) {
             // The entry is written; a trim that fails is counted, and the next write tries again.
             try? await self.trim(database)
         }
@@ -434,7 +433,10 @@ public final class PostgresCache: AsyncDataCaching, Service {
                     "SELECT pg_try_advisory_lock(\(CacheTable.trimLock))",
                     logger: Self.quiet
                 ).collect().first?.decode(Bool.self) ?? false
-            guard isLocked else { return 0 }
+            guard isLocked else {
+                database.trimmed(toSize: nil)
+                return 0
+            }
             var removed = 0
             var failure: (any Error)?
             do {
@@ -450,6 +452,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
                     removed += sizes.count
                     if sizes.isEmpty || (!isFull && sizes.count < batch) { break }
                 }
+                database.trimmed(toSize: size)
             } catch {
                 failure = error
             }

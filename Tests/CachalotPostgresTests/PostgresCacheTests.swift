@@ -328,6 +328,38 @@ struct PostgresCacheTests {
         }
     }
 
+    /// A set does not read the table's size; each writer re-reads it after every 64th of the
+    /// limit it writes, so that two writers take the table at most about a 64th over the limit
+    /// each (with only the trim every 64 writes, each could add 64 entries unseen by the other).
+    @Test func twoWritersKeepTheTableWithinAFewSixtyFourthsOfItsLimit() async throws {
+        try await PostgresCluster.with { cluster in
+            var configuration = PostgresCache.Configuration.testing([cluster.database()])
+            configuration.maximumSize = 640 << 10
+            configuration.trimBatchSize = 4
+            let first = try PostgresCache(configuration: configuration)
+            let second = try PostgresCache(configuration: configuration)
+            try await running(first) {
+                try await running(second) {
+                    let body = Data(repeating: 7, count: 1 << 10)
+                    for index in 0..<500 { try await first.set(body, forKey: "a \(index)", metadata: Data()) }
+                    let allowed = configuration.maximumSize + 2 * (configuration.maximumSize / 64 + 2 << 10)
+                    var largest = 0
+                    for index in 500..<900 {
+                        try await first.set(body, forKey: "a \(index)", metadata: Data())
+                        try await second.set(body, forKey: "b \(index)", metadata: Data())
+                        largest = max(largest, try await first.usage().bytes)
+                    }
+                    #expect(largest > configuration.maximumSize, "the writers never took the table over its limit")
+                    #expect(largest <= allowed)
+                    // The counts the trigger keeps are the table's.
+                    let usage = try await first.usage()
+                    let counted = try await cluster.sql("SELECT count(*), sum(size) FROM cachalot_entries")
+                    #expect(counted == "\(usage.entries)|\(usage.bytes)\n")
+                }
+            }
+        }
+    }
+
     @Test func anEntryOlderThanTheAgeLimitReadsAsAMissAndIsRemoved() async throws {
         try await PostgresCluster.with { cluster in
             let clock = ManualWallClock()

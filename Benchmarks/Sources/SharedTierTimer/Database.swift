@@ -14,7 +14,8 @@ struct Database {
     /// Whether its tables are `UNLOGGED`.
     let isUnlogged: Bool
 
-    init(port: Int, name: String, isUnlogged: Bool) throws {
+    /// `maximumSize` is the shared tier's (1 GiB, its default, unless given).
+    init(port: Int, name: String, isUnlogged: Bool, maximumSize: Int = 1 << 30) throws {
         let url = DatabaseURL(host: "127.0.0.1", port: port, user: "postgres", database: name)
         self.name = name
         self.isUnlogged = isUnlogged
@@ -22,7 +23,7 @@ struct Database {
             // Rows up to 64 MiB, so that 32 MiB values can be measured.
             configuration: .init(
                 databases: [url],
-                maximumSize: 1 << 30,
+                maximumSize: maximumSize,
                 writeTimeout: .seconds(10),
                 isUnlogged: isUnlogged,
                 maximumEntrySize: 64 << 20

@@ -334,6 +334,8 @@ func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds
         print("Requests that reached the origin during the timed passes: \(loads.originRequestsSinceFilled).\n")
         printSummary([hitComparison] + sets.map(\.1) + [coldDiskComparison, noDiskComparison])
 
+        try await ladders(logged: logged, unlogged: unlogged, payload: payload, rounds: rounds)
+
         // Large rows, which a loader writes once they are whole on disk: how long a set and a
         // hit take at each size, against the same statements bare.
         var large: [Comparison] = []
@@ -369,5 +371,30 @@ func measure(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds
                 + "round in alternating blocks of 2, 2 keys overwritten in turn, logged tables.\n"
         )
         for comparison in large { comparison.printCallTable() }
+    }
+}
+
+/// Where a set's time goes (``SetLadder``) in each database, alone.
+func measureSets(port: Int, loggedDatabase: String, unloggedDatabase: String, rounds: Int) async throws {
+    let logged = try Database(port: port, name: loggedDatabase, isUnlogged: false)
+    let unlogged = try Database(port: port, name: unloggedDatabase, isUnlogged: true)
+    try await running([logged, unlogged]) {
+        for database in [logged, unlogged] { try await database.prepare() }
+        try await ladders(logged: logged, unlogged: unlogged, payload: Payload(), rounds: rounds)
+    }
+}
+
+/// Measures and prints ``SetLadder`` in each database.
+func ladders(logged: Database, unlogged: Database, payload: Payload, rounds: Int) async throws {
+    for database in [unlogged, logged] {
+        let ladder = SetLadder(database: database, payload: payload)
+        try await ladder.prepare()
+        _ = try await ladder.round(count: Plan.warmUpCalls, label: "warm-up")
+        var ladderRounds: [[Sample]] = []
+        for round in 1...rounds {
+            ladderRounds.append(try await ladder.round(count: Plan.setsPerRound, label: "\(round)"))
+        }
+        let tables = database.isUnlogged ? "UNLOGGED tables" : "logged tables"
+        SetLadder.print(ladderRounds, title: "Where a set of a new key of 32 KiB goes, \(tables)")
     }
 }

@@ -23,6 +23,14 @@ struct Sample {
         return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
     }
 
+    /// The time under which `fraction` of the calls took (nearest rank).
+    func percentile(_ fraction: Double) -> Duration {
+        guard !self.times.isEmpty else { return .zero }
+        let sorted = self.times.sorted()
+        let rank = Int((fraction * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
     /// The mean time of a call.
     var mean: Duration {
         self.times.isEmpty ? .zero : self.times.reduce(Duration.zero, +) / self.times.count

@@ -14,13 +14,42 @@ import Foundation
 //   loader answered by its own warm disk.
 //
 // Sequential: one call at a time. Every round times both sides in alternating blocks of calls;
-// the tables give each round's medians and means and their ratios. Usage:
+// the tables give each round's medians and means and their ratios.
+//
+// With `scale` first, as Benchmarks/shared-tier-at-scale runs it, it measures one logged database
+// as its table grows from 10,000 to 1,000,000 rows instead (see ScaleBenchmark). Usage:
 // SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]   (default 5 rounds)
+// SharedTierTimer scale PORT DATABASE [ROUNDS]                      (default 3 rounds)
+// SharedTierTimer sets PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]   (only where a set's time goes)
 
 let arguments = CommandLine.arguments
+if arguments.count >= 4, arguments[1] == "scale", let port = Int(arguments[2]) {
+    let rounds = arguments.count == 5 ? Int(arguments[4]) ?? 3 : 3
+    // 1 TiB: the tier trims nothing but by age while the table grows.
+    let database = try Database(port: port, name: arguments[3], isUnlogged: false, maximumSize: 1 << 40)
+    try await running([database]) {
+        try await database.prepare()
+        print(try await database.settings() + ".\n")
+        var benchmark = ScaleBenchmark(database: database, rounds: rounds)
+        try await benchmark.run()
+    }
+    exit(0)
+}
+if arguments.count >= 5, arguments[1] == "sets", let port = Int(arguments[2]) {
+    let rounds = arguments.count == 6 ? Int(arguments[5]) ?? 5 : 5
+    try await measureSets(port: port, loggedDatabase: arguments[3], unloggedDatabase: arguments[4], rounds: rounds)
+    exit(0)
+}
 guard arguments.count == 4 || arguments.count == 5, let port = Int(arguments[1]) else {
     FileHandle.standardError.write(
-        Data("usage: SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]\n".utf8)
+        Data(
+            """
+            usage: SharedTierTimer PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]
+                   SharedTierTimer scale PORT DATABASE [ROUNDS]
+                   SharedTierTimer sets PORT LOGGED_DATABASE UNLOGGED_DATABASE [ROUNDS]
+
+            """.utf8
+        )
     )
     exit(64)
 }
