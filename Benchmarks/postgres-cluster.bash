@@ -1,12 +1,13 @@
 # Sourced by the benchmarks that need PostgreSQL: starts a throwaway PostgreSQL 15 cluster and
 # stops it, and deletes its files, on exit, whatever happens.
 #
-# - `initdb` in a temporary directory (`$work`, which the caller may use too), listening on
-#   127.0.0.1 at a free port (`$pg_port`), trust authentication, PostgreSQL's defaults otherwise,
-#   so fsync, synchronous_commit and full_page_writes are on, as on a production server. As root,
-#   the PostgreSQL programs run as the postgres user (`"${as_postgres[@]}"`), since PostgreSQL
-#   refuses root.
-# - `on_exit` names more to do on exit (a function), before the cluster stops.
+# - `initdb` in a temporary directory (`$work`, under `$TMPDIR` or /tmp; the caller may use it
+#   too), listening on 127.0.0.1 at a free port (`$pg_port`), trust authentication,
+#   PostgreSQL's defaults otherwise, so fsync, synchronous_commit and full_page_writes are on, as
+#   on a production server. As root, the PostgreSQL programs run as the postgres user
+#   (`"${as_postgres[@]}"`), since PostgreSQL refuses root.
+# - `on_exit`, if the caller sets it, names more to do on exit (a function), before the cluster
+#   stops.
 # - Creates each database named in `$pg_databases`.
 # - `describe_run` prints when the run starts, the load, and the library's commit.
 pg_bin=/usr/lib/postgresql/15/bin
@@ -17,11 +18,6 @@ if [ ! -x "$pg_bin/initdb" ]; then
 fi
 
 work=$(mktemp -d)
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then
-    chown postgres:postgres "$work"
-    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-fi
 pg_started=""
 on_exit=${on_exit:-true}
 cleanup() {
@@ -35,6 +31,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+as_postgres=()
+if [ "$(id -u)" = 0 ]; then
+    chown postgres:postgres "$work"
+    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+fi
+
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -45,7 +47,7 @@ pg_port=$(free_port)
 pg_started=1
 "${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$work/data" -l "$work/postgres.log" -w -t 60 \
     -o "-p $pg_port -k $work -c listen_addresses=127.0.0.1" start >&2
-for database in $pg_databases; do
+for database in ${pg_databases:-}; do
     "${as_postgres[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres "$database"
 done
 

@@ -52,13 +52,7 @@ final class CacheDatabase: Sendable {
         var downSince: ContinuousClock.Instant?
         /// The SQLSTATE of the last error the server reported, logged once.
         var lastServerError: String?
-        /// Writes since the last trim.
-        var writesSinceTrim = 0
-        /// The table's size as the last trim left it; before the first, taken as empty (what
-        /// is there is seen by the first trim).
-        var trimmedSize: Int64 = 0
-        /// The bytes this process wrote since the last trim.
-        var writtenSinceTrim: Int64 = 0
+        var size = SizeEstimate()
     }
 
     private enum Schema {
@@ -301,33 +295,66 @@ final class CacheDatabase: Sendable {
         return "\(error.code)\(error.underlying.map { " (\($0))" } ?? "")"
     }
 
-    /// Counts a write of `size` bytes; returns whether a trim is due. The table's size is read
-    /// by trims only, not by every write: a trim is due every 64th write (for the age limit),
-    /// once the size the last trim left plus what this process wrote since is over
-    /// `maximumSize` (what this process alone writes never goes over it), and once this process
-    /// has written a 64th of `maximumSize` since (what the fleet's other writers add, and what
-    /// was there when this process started, is seen then: each writer takes the table at most
-    /// about a 64th over its size).
+    /// Counts a write of `size` bytes; returns whether a trim is due (see ``SizeEstimate``).
+    /// Then one is under way until ``trimmed(toSize:seen:)``.
     func countWrite(size: Int64, maximumSize: Int64) -> Bool {
-        self.state.withLock { state in
-            state.writesSinceTrim += 1
-            state.writtenSinceTrim = state.writtenSinceTrim.addingSaturated(size)
-            guard
-                state.writesSinceTrim >= 64 || state.writtenSinceTrim > maximumSize / 64
-                    || state.trimmedSize.addingSaturated(state.writtenSinceTrim) > maximumSize
-            else { return false }
-            state.writesSinceTrim = 0
-            return true
-        }
+        self.state.withLock { $0.size.count(size, maximumSize: maximumSize) }
     }
 
-    /// Notes a trim: the table's size as it read it and left it, or `nil` if another process
-    /// was trimming (whose trim the size it knew stands for).
-    func trimmed(toSize size: Int64?) {
-        self.state.withLock { state in
-            if let size { state.trimmedSize = size }
-            state.writtenSinceTrim = 0
-            state.writesSinceTrim = 0
-        }
+    /// The bytes this process wrote since the last trim read the table's size: what a trim that
+    /// reads it now sees of them.
+    var unseenBytes: Int64 {
+        self.state.withLock { $0.size.unseen }
+    }
+
+    /// Ends the trim under way: the table's size as it read it and left it, or `nil` if it read
+    /// none (another process was trimming, or it failed); `seen` is ``unseenBytes`` as it was
+    /// when the size was read.
+    func trimmed(toSize size: Int64?, seen: Int64) {
+        self.state.withLock { $0.size.trimmed(toSize: size, seen: seen) }
+    }
+}
+
+/// What a process knows of a database's size between the trims that read it. A write does not
+/// read it (summing `cachalot_usage` made a set about a tenth slower); a trim is due:
+/// - once the size the last trim left plus what this process wrote since is over the limit:
+///   what this process alone writes is trimmed as soon as it goes over;
+/// - once this process has written a 64th of the limit since the last trim read the size, so
+///   that what other processes wrote, and what was there when this one started, is seen: each
+///   writer takes the table at most about a 64th of the limit over it (a value larger than
+///   that makes its own write trim: a few statements, against the write's own milliseconds);
+/// - every 64th write, for the age limit.
+///
+/// One trim at a time per process: writes that come while one is under way do not start
+/// another.
+struct SizeEstimate: Sendable {
+    /// The table's size as the last trim left it; before the first, taken as empty.
+    private(set) var trimmedSize: Int64 = 0
+    /// The bytes this process wrote since the last trim read the size.
+    private(set) var unseen: Int64 = 0
+    /// Writes since the last trim was due.
+    private(set) var writes = 0
+    private(set) var isTrimming = false
+
+    /// Counts a write of `size` bytes; returns whether a trim is due.
+    mutating func count(_ size: Int64, maximumSize: Int64) -> Bool {
+        self.writes += 1
+        self.unseen = self.unseen.addingSaturated(size)
+        guard
+            !self.isTrimming,
+            self.writes >= 64 || self.unseen > maximumSize / 64
+                || self.trimmedSize.addingSaturated(self.unseen) > maximumSize
+        else { return false }
+        self.isTrimming = true
+        self.writes = 0
+        return true
+    }
+
+    /// Ends the trim under way: `size` is the size it read and left (`nil` if it read none),
+    /// `seen` what ``unseen`` was when it read it (writes counted since are still unseen).
+    mutating func trimmed(toSize size: Int64?, seen: Int64) {
+        self.isTrimming = false
+        if let size { self.trimmedSize = size }
+        self.unseen = max(0, self.unseen.subtractingSaturated(seen))
     }
 }

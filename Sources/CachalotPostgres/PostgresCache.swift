@@ -220,9 +220,10 @@ public final class PostgresCache: AsyncDataCaching, Service {
     }
 
     /// Stores `data` and `metadata` for `key` in the database that holds it, replacing any entry,
-    /// dated by the cache's clock. A write that finds the database over ``Configuration/maximumSize``,
-    /// and every 64th write to that database, then trims the oldest rows; a trim that fails is
-    /// not an error.
+    /// dated by the cache's clock. It does not read the database's size: a write that takes it
+    /// over ``Configuration/maximumSize`` as this process knows it, one after every 64th of that
+    /// size this process writes, and every 64th write to that database then trim the oldest
+    /// rows (see `SizeEstimate`); a trim that fails is not an error.
     ///
     /// - Throws: `CacheError.Code.invalidArgument` for a value over
     ///   ``Configuration/maximumEntrySize``; `CacheError.Code.unavailable` if the database is
@@ -423,18 +424,37 @@ public final class PostgresCache: AsyncDataCaching, Service {
     /// age limit among the oldest, a batch at a time (at most 10 batches a call), each batch its
     /// own transaction so that writers wait for none of them long; one trim at a time per
     /// database, whoever runs it (a session's advisory lock, let go at the end or with the
-    /// connection).
+    /// connection). Tells `database` what it read of the size, or that it read none.
     private func trim(_ database: CacheDatabase) async throws(CacheError) {
         let (maximumSize, batch) = (Int64(self.configuration.maximumSize), self.configuration.trimBatchSize)
         let cutoff = self.now().timeIntervalSince1970 - self.configuration.maximumAge.seconds
-        let removed = try await database.perform("trimming", timeout: self.writeTimeout) { connection in
+        let removed: Int
+        do {
+            removed = try await self.trim(database, maximumSize: maximumSize, batch: batch, cutoff: cutoff)
+        } catch {
+            database.trimmed(toSize: nil, seen: 0)
+            throw error
+        }
+        self.counters.trimmed(removed)
+    }
+
+    /// The trim, once it is due; answers the rows it removed.
+    private func trim(
+        _ database: CacheDatabase,
+        maximumSize: Int64,
+        batch: Int,
+        cutoff: Double
+    ) async throws(CacheError) -> Int {
+        try await database.perform("trimming", timeout: self.writeTimeout) { connection in
             let isLocked =
                 try await connection.query(
                     "SELECT pg_try_advisory_lock(\(CacheTable.trimLock))",
                     logger: Self.quiet
                 ).collect().first?.decode(Bool.self) ?? false
+            // Another process is trimming: what this one wrote before now, it will likely see.
+            let seen = database.unseenBytes
             guard isLocked else {
-                database.trimmed(toSize: nil)
+                database.trimmed(toSize: nil, seen: seen)
                 return 0
             }
             var removed = 0
@@ -452,7 +472,7 @@ public final class PostgresCache: AsyncDataCaching, Service {
                     removed += sizes.count
                     if sizes.isEmpty || (!isFull && sizes.count < batch) { break }
                 }
-                database.trimmed(toSize: size)
+                database.trimmed(toSize: size, seen: seen)
             } catch {
                 failure = error
             }
@@ -463,7 +483,6 @@ public final class PostgresCache: AsyncDataCaching, Service {
             if let failure { throw failure }
             return removed
         }
-        self.counters.trimmed(removed)
     }
 
     // MARK: - Helpers

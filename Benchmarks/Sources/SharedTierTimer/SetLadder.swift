@@ -16,7 +16,7 @@ struct SetLadder {
         "+ the key's index (its first 1,024 bytes)",
         "+ tags and signature, and the tags' GIN index",
         "+ the usage trigger: the shared tier's statement, bare, on cachalot_entries",
-        "PostgresCache.set: the Swift side (digest, checksum, tags, timeout, pool)",
+        "PostgresCache.set: the Swift side (digest, checksum, tags, timeout, pool; a trim by age every 64th write)",
     ]
 
     /// Makes the tables of steps 1 to 3, as logged or unlogged as the database's.
@@ -140,7 +140,8 @@ struct SetLadder {
             Swift.print("| \(Self.steps[step]) | \(range(medians)) | \(range(means)) | \(added.0) | \(added.1) |")
         }
         let failures = rounds.flatMap { $0.compactMap(\.lastFailure) }
-        if let failure = failures.last { Swift.print("\nFailures: \(failures.count) rounds; the last: \(failure)") }
+        let failed = rounds.reduce(0) { $0 + $1.reduce(0) { $0 + $1.failures } }
+        if let failure = failures.last { Swift.print("\nFailed calls: \(failed); the last: \(failure)") }
         Swift.print()
     }
 }
