@@ -122,14 +122,15 @@ struct SetLadder {
     /// The table of `rounds`: each step's median and mean, and what it adds to the step before.
     static func print(_ rounds: [[Sample]], title: String) {
         Swift.print("#### \(title)\n")
-        Swift.print("| step | p50 µs | mean µs | added at the p50s, µs | added at the means, µs |")
-        Swift.print("|---|---:|---:|---:|---:|")
+        Swift.print("| step | p50 µs | mean µs | p99 µs | added at the p50s, µs | added at the means, µs |")
+        Swift.print("|---|---:|---:|---:|---:|---:|")
         func range(_ values: [Double]) -> String {
             "\(format(values.min() ?? .nan, 0))–\(format(values.max() ?? .nan, 0))"
         }
         for step in Self.steps.indices {
             let medians = rounds.map { $0[step].median.microseconds }
             let means = rounds.map { $0[step].mean.microseconds }
+            let tails = rounds.map { $0[step].percentile(0.99).microseconds }
             let added =
                 step == 0
                 ? ("", "")
@@ -137,7 +138,9 @@ struct SetLadder {
                     range(rounds.map { $0[step].median.microseconds - $0[step - 1].median.microseconds }),
                     range(rounds.map { $0[step].mean.microseconds - $0[step - 1].mean.microseconds })
                 )
-            Swift.print("| \(Self.steps[step]) | \(range(medians)) | \(range(means)) | \(added.0) | \(added.1) |")
+            Swift.print(
+                "| \(Self.steps[step]) | \(range(medians)) | \(range(means)) | \(range(tails)) | \(added.0) | \(added.1) |"
+            )
         }
         let failures = rounds.flatMap { $0.compactMap(\.lastFailure) }
         let failed = rounds.reduce(0) { $0 + $1.reduce(0) { $0 + $1.failures } }
