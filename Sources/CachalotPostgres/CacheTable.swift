@@ -228,7 +228,7 @@ enum CacheTable {
     }
 
     /// Writes a row. It does not read the table's size back: summing `cachalot_usage` made a
-    /// set about a tenth slower (38–106 µs of 32 KiB UNLOGGED sets of 540–830 µs, in
+    /// set about a tenth slower (38–106 µs of 32 KiB UNLOGGED sets of 687–902 µs, in
     /// `Benchmarks/shared-tier-vs-postgres-redis`); trims read it (see
     /// `CacheDatabase.countWrite(size:maximumSize:)`).
     static func write(
