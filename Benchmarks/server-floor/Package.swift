@@ -18,6 +18,13 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "NIORawFloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
             name: "NIOProxyFloor",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

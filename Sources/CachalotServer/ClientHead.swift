@@ -49,7 +49,7 @@ struct ClientHead: Sendable {
     mutating func finish(age: Int?, cacheStatus: String) {
         if let age { self.headers.add(name: "Age", value: String(age)) }
         if !self.hasDate {
-            self.headers.add(name: "Date", value: HTTPDate.format(Date()))
+            self.headers.add(name: "Date", value: DateField.text())
             self.hasDate = true
         }
         self.headers.add(name: "Cache-Status", value: cacheStatus)

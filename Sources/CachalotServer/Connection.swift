@@ -48,11 +48,15 @@ struct Client: Sendable {
     /// ``ip`` in its one spelling per address (``ForwardedFields/canonicalAddress(_:)``), as
     /// trusted proxies are compared.
     let canonicalIP: String?
+    /// Its `Forwarded` element when no host is passed on (see
+    /// ``ForwardedFields/forwardedElement(for:host:proto:)``).
+    let forwarded: String
 
     init(_ address: SocketAddress?) {
         self.address = address
         self.ip = address?.ipAddress
         self.canonicalIP = self.ip.map(ForwardedFields.canonicalAddress)
+        self.forwarded = ForwardedFields.forwardedElement(for: self.ip, host: nil, proto: "http")
     }
 }
 

@@ -141,17 +141,26 @@ enum ForwardedFields {
         // Without `Connection`, only the fixed ones can go; most messages have none of them.
         guard fields.contains(where: { Self.isHopByHop($0.name.canonicalName) }) else { return fields }
         var named: Set<String> = []
-        for value in fields[values: .connection] {
-            for name in value.split(separator: ",") {
-                named.insert(name.trimmingCharacters(in: .whitespaces).lowercased())
-            }
-        }
+        for value in fields[values: .connection] { named.formUnion(Self.connectionOptions(value)) }
         return HTTPFields(
             fields.filter { field in
                 let name = field.name.canonicalName
                 return !Self.isHopByHop(name) && !named.contains(name)
             }
         )
+    }
+
+    /// The field names a `Connection` value lists (RFC 9110 §7.6.1: `#connection-option`),
+    /// lowercased, without the optional whitespace around them; read as bytes, as a miss reads
+    /// every origin's `Connection: keep-alive`.
+    static func connectionOptions(_ value: String) -> [String] {
+        value.utf8.split(separator: UInt8(ascii: ",")).compactMap { option in
+            let isWhitespace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            guard let first = option.firstIndex(where: { !isWhitespace($0) }),
+                let last = option.lastIndex(where: { !isWhitespace($0) })
+            else { return nil }
+            return String(decoding: option[first...last].map { $0.asciiLowercased }, as: UTF8.self)
+        }
     }
 
     /// Whether a field named `name` is hop-by-hop whether or not `Connection` names it.
@@ -206,5 +215,10 @@ extension UInt8 {
         default:
             false
         }
+    }
+
+    /// The byte with an ASCII capital letter made small; any other byte as it is.
+    var asciiLowercased: UInt8 {
+        self >= UInt8(ascii: "A") && self <= UInt8(ascii: "Z") ? self | 0x20 : self
     }
 }

@@ -34,7 +34,7 @@ struct ImageResponder: Sendable {
         let cacheStatus = answer.response.headerFields[.cacheStatus] ?? ""
         // A 304 has no body, and no length but its representation's, which it need not say.
         if status != .notModified { answer.response.headerFields[.contentLength] = String(answer.body.count) }
-        answer.response.headerFields[.date] = HTTPDate.format(Date())
+        answer.response.headerFields[.date] = DateField.text()
         let body = head.method == .HEAD ? Data() : answer.body
         // Counted before it is sent, so that a client that has its answer sees it counted. A 304
         // is an answer, not an error.

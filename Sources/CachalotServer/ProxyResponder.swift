@@ -70,7 +70,7 @@ struct ProxyResponder: Responder {
             var response = HTTPResponse(status: status)
             response.headerFields[.cacheStatus] =
                 CacheStatus(name: self.configuration.name, forward: "miss", detail: detail).description
-            response.headerFields[.date] = HTTPDate.format(Date())
+            response.headerFields[.date] = DateField.text()
             try await writer.respond(response, body: "\(status.reasonPhrase): \(detail)\n")
             self.server.logger.debug("The origin failed", metadata: ["error": "\(error)"])
             self.server.log(request, status: status.code, cacheStatus: detail, bytes: 0, since: started)
@@ -352,7 +352,8 @@ struct ProxyResponder: Responder {
         fields.append(
             HTTPField(
                 name: .forwarded,
-                value: ForwardedFields.forwardedElement(for: clientIP, host: keyedHost, proto: "http")
+                value: keyedHost.map { ForwardedFields.forwardedElement(for: clientIP, host: $0, proto: "http") }
+                    ?? request.client.forwarded
             )
         )
         if let clientIP { fields.append(HTTPField(name: .xForwardedFor, value: clientIP)) }
@@ -362,9 +363,11 @@ struct ProxyResponder: Responder {
             result[ForwardedFields.host] = keyedHost
             result[.xForwardedHost] = keyedHost
         }
-        result.append(
-            HTTPField(name: .via, value: "\(head.version.major).\(head.version.minor) \(self.configuration.name)")
-        )
+        // A request's `Via` names the client's protocol version; the responses' element is for 1.1.
+        let via =
+            head.version == .http1_1
+            ? self.via : "\(head.version.major).\(head.version.minor) \(self.configuration.name)"
+        result.append(HTTPField(name: .via, value: via))
         let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.spelling) ?? .get)
         return HTTPRequest(
             method: method,

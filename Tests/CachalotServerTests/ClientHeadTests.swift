@@ -65,3 +65,15 @@ struct ClientHeadTests {
         #expect(Data(ByteBuffer.copies(of: tail).flatMap { $0.readableBytesView }) == tail)
     }
 }
+
+@Suite("The Date field the proxy adds")
+struct DateFieldTests {
+    @Test("formatted as an IMF-fixdate once a second: the same second gets the same text, the next second new text")
+    func oncePerSecond() {
+        let start = Date(timeIntervalSince1970: 784_111_777.25)
+        #expect(DateField.text(at: start) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(DateField.text(at: start.addingTimeInterval(0.7)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(DateField.text(at: start.addingTimeInterval(0.75)) == "Sun, 06 Nov 1994 08:49:38 GMT")
+        #expect(DateField.text(at: start.addingTimeInterval(-1)) == "Sun, 06 Nov 1994 08:49:36 GMT")
+    }
+}

@@ -16,6 +16,18 @@ struct ForwardedFieldsTests {
         #expect(ForwardedFields.canonicalAddress(text) == canonical)
     }
 
+    @Test("Connection's options: lowercased, without the whitespace around them; empty list elements skipped")
+    func connectionOptions() {
+        #expect(ForwardedFields.connectionOptions("keep-alive") == ["keep-alive"])
+        #expect(
+            ForwardedFields.connectionOptions(" Keep-Alive ,\tX-Private\t, ,,Upgrade") == [
+                "keep-alive", "x-private", "upgrade",
+            ]
+        )
+        #expect(ForwardedFields.connectionOptions("  ").isEmpty)
+        #expect(ForwardedFields.connectionOptions("").isEmpty)
+    }
+
     @Test("A Host is a name or an IP address and an optional port; nothing that could end an authority")
     func hosts() {
         for valid in ["www.example.com", "example.com:8080", "127.0.0.1", "[::1]:80", "[2001:db8::1]", "", "a-b_c~d"] {
