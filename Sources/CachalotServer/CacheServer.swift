@@ -250,7 +250,7 @@ public final class CacheServer: Service, Sendable {
         self.state.withLock { $0.deadline }?.cancel()
     }
 
-    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>, Never>
+    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ServerRequestPart, ResponsePart>, Never>
 
     /// Listens on `address`; with `immediate`, its connections answer what the cache answers at
     /// once on their event loop (see ``ImmediateResponder``).
@@ -277,13 +277,10 @@ public final class CacheServer: Service, Sendable {
                     // Before the parser, which says only that a head overflowed, not which part.
                     let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
                     try pipeline.addHandler(requestLines)
-                    try pipeline.configureHTTPServerPipeline(
-                        withErrorHandling: false,
-                        // Responses are made with swift-http-types, whose fields are valid by construction.
-                        withOutboundHeaderValidation: false,
-                        withEncoderConfiguration: .init(),
-                        withDecoderLimitConfiguration: decoderLimits
+                    try pipeline.addHandler(
+                        ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits))
                     )
+                    try pipeline.addHandler(ServerCodec())
                     // The proxy's 408s go to the access log; the admin listener's requests are not logged.
                     let onBodyTimeout = immediate.map { _ in
                         { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
@@ -380,7 +377,7 @@ extension CacheServer {
 
 /// Wraps a connection the listener accepted.
 private protocol AcceptedConnectionWrapping {
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, ResponsePart>
 }
 
 /// Wraps accepted connections so that one released unserved is closed, not a trap.
@@ -395,7 +392,7 @@ private protocol AcceptedConnectionWrapping {
 /// that the deprecation is said once, here.
 private enum ClosingOnRelease: AcceptedConnectionWrapping {
     @available(*, deprecated, message: "Closes a connection released unserved instead of trapping; see the type.")
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart> {
+    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, ResponsePart> {
         try NIOAsyncChannel(synchronouslyWrapping: channel)
     }
 }

@@ -76,7 +76,7 @@ enum ServerRequestPart: Sendable {
 /// response: the head waits to go with the first piece of the body (or the end), and a body in
 /// hand goes whole with its head and end in one crossing.
 struct ResponseWriter: Sendable {
-    fileprivate let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    fileprivate let outbound: NIOAsyncChannelOutboundWriter<ResponsePart>
     fileprivate let version: HTTPVersion
     /// Whether the connection closes after this response: its request asked for that
     /// (`Connection: close`, or HTTP/1.0 without `keep-alive`), or its responder decided so. The
@@ -86,7 +86,7 @@ struct ResponseWriter: Sendable {
     private var pendingHead: HTTPResponseHead?
 
     fileprivate init(
-        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        outbound: NIOAsyncChannelOutboundWriter<ResponsePart>,
         version: HTTPVersion,
         closesConnection: Bool
     ) {
@@ -156,7 +156,13 @@ struct ResponseWriter: Sendable {
     /// Writes the pending head, `data` in slices (so that a large, mapped body is not copied
     /// whole at once), and the end if `ending`, in as few crossings as it can.
     private mutating func write(_ data: Data, ending: Bool) async throws {
-        var parts: [HTTPServerResponsePart] = []
+        if ending, data.count <= Self.slice, let head = self.pendingHead {
+            // All of it in hand: one part.
+            self.pendingHead = nil
+            try await self.outbound.write(.whole(head, body: data.isEmpty ? [] : [data]))
+            return
+        }
+        var parts: [ResponsePart] = []
         if let head = self.pendingHead {
             parts.append(.head(head))
             self.pendingHead = nil
@@ -164,14 +170,14 @@ struct ResponseWriter: Sendable {
         var offset = data.startIndex
         while offset < data.endIndex {
             let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
-            for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(.byteBuffer(buffer))) }
+            for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(buffer)) }
             offset = end
             if offset < data.endIndex {
                 try await self.outbound.write(contentsOf: parts)
                 parts = []
             }
         }
-        if ending { parts.append(.end(nil)) }
+        if ending { parts.append(.end) }
         if !parts.isEmpty { try await self.outbound.write(contentsOf: parts) }
     }
 
@@ -219,7 +225,7 @@ protocol Responder: Sendable {
 extension CacheServer {
     /// Serves one connection's requests in turn until it closes, or the server shuts down.
     func serve(
-        _ connection: NIOAsyncChannel<ServerRequestPart, HTTPServerResponsePart>,
+        _ connection: NIOAsyncChannel<ServerRequestPart, ResponsePart>,
         in connections: ConnectionRegistry,
         with responder: some Responder
     ) async {
@@ -272,7 +278,7 @@ extension CacheServer {
 
     private func serveRequests(
         _ inbound: NIOAsyncChannelInboundStream<ServerRequestPart>,
-        _ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        _ outbound: NIOAsyncChannelOutboundWriter<ResponsePart>,
         id: ObjectIdentifier,
         in connections: ConnectionRegistry,
         client: Client,

@@ -17,7 +17,7 @@ import NIOHTTP1
 final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = ServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundOut = ResponsePart
 
     private let responder: ProxyResponder?
     private let connections: ConnectionRegistry
@@ -74,20 +74,14 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         closing: Bool,
         _ context: ChannelHandlerContext
     ) {
-        context.write(
-            Self.wrapOutboundOut(.head(response.head.nioHead(version: version, closing: closing))),
-            promise: nil
+        let whole = Self.wrapOutboundOut(
+            .whole(response.head.nioHead(version: version, closing: closing), body: response.body)
         )
-        for piece in response.body {
-            for buffer in ByteBuffer.copies(of: piece[...]) {
-                context.write(Self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-            }
-        }
         guard closing else {
-            context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(whole, promise: nil)
             return
         }
         let channel = context.channel
-        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(whole).whenComplete { _ in channel.close(promise: nil) }
     }
 }

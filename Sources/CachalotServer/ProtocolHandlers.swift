@@ -42,8 +42,8 @@ import Darwin
 final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ResponsePart
+    typealias OutboundOut = ResponsePart
 
     /// What the connection's request lines were like, for a head that overflowed.
     private let requestLines: RequestLineMeter
@@ -164,6 +164,9 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
             // Before the end goes on: writing it may hand this handler the next pipelined
             // request's head at once, which must find the wait for it started, to stop it.
             self.awaitHead(context)
+        case .whole:
+            self.isAnswered = true
+            self.awaitHead(context)
         case .head, .body:
             break
         }
@@ -181,12 +184,10 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
                 default: .badRequest
                 }
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-            context.write(
-                Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+            context.writeAndFlush(
+                Self.wrapOutboundOut(.whole(HTTPResponseHead(version: .http1_1, status: status, headers: headers), body: [])),
                 promise: nil
             )
-            context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: nil)
-            self.hasUnterminatedResponse = false
         }
         context.fireErrorCaught(error)
     }
@@ -241,15 +242,14 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
-        context.write(
-            Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers))),
-            promise: nil
-        )
         // A client that reads no more must not hold the connection until the 408 goes: the wait
         // for a head closes it.
         self.awaitHead(context)
         let channel = context.channel
-        context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        let head = HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers)
+        context.writeAndFlush(Self.wrapOutboundOut(.whole(head, body: []))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 
     private func stop() {

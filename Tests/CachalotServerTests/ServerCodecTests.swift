@@ -1,0 +1,194 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+
+@testable import CachalotServer
+
+@Suite("ServerCodec: requests one at a time, responses framed")
+struct ServerCodecTests {
+    /// Records what the codec hands on, and counts the reads it lets through.
+    final class Recorder: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        var parts: [String] = []
+        var errors = 0
+        var readCompletes = 0
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch Self.unwrapInboundIn(data) {
+            case .head(let head): self.parts.append("head \(head.uri)")
+            case .body: self.parts.append("body")
+            case .end: self.parts.append("end")
+            }
+        }
+
+        func channelReadComplete(context: ChannelHandlerContext) {
+            self.readCompletes += 1
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            self.errors += 1
+        }
+    }
+
+    final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
+        typealias OutboundIn = IOData
+        var reads = 0
+
+        func read(context: ChannelHandlerContext) {
+            self.reads += 1
+            context.read()
+        }
+    }
+
+    private func channel() throws -> (EmbeddedChannel, Recorder, ReadCounter) {
+        let recorder = Recorder()
+        let counter = ReadCounter()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([counter, ServerCodec(), recorder])
+        return (channel, recorder, counter)
+    }
+
+    private func request(_ uri: String, method: HTTPMethod = .GET, version: HTTPVersion = .http1_1)
+        -> [HTTPServerRequestPart]
+    {
+        [.head(HTTPRequestHead(version: version, method: method, uri: uri)), .end(nil)]
+    }
+
+    /// Every byte written so far, as text.
+    private func written(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            guard case .byteBuffer(let buffer) = data else { continue }
+            text += String(buffer: buffer)
+        }
+        return text
+    }
+
+    private func head(_ status: HTTPResponseStatus, _ fields: [(String, String)] = [], version: HTTPVersion = .http1_1)
+        -> HTTPResponseHead
+    {
+        HTTPResponseHead(version: version, status: status, headers: HTTPHeaders(fields))
+    }
+
+    @Test("a pipelined request, and the reads after it, wait until the response before it has ended")
+    func pipelinedRequestsWait() throws {
+        let (channel, recorder, counter) = try self.channel()
+        for part in self.request("/a") + self.request("/b") { try channel.writeInbound(part) }
+        #expect(recorder.parts == ["head /a", "end"])
+        let readsBefore = counter.reads
+        channel.read()
+        #expect(counter.reads == readsBefore, "a read is held while a response is awaited")
+
+        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("a".utf8)]))
+        #expect(recorder.parts == ["head /a", "end", "head /b", "end"])
+        #expect(recorder.readCompletes >= 1, "what waited is handed on with a read's completion")
+        #expect(counter.reads == readsBefore, "still held: /b's response is awaited")
+        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("b".utf8)]))
+        #expect(counter.reads == readsBefore + 1, "the held read goes once nothing is awaited")
+        #expect(
+            try self.written(channel)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na" + "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb"
+        )
+    }
+
+    @Test("a request's body goes on after its response ended early (a 413), and the next request after it")
+    func earlyResponse() throws {
+        let (channel, recorder, _) = try self.channel()
+        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/p")))
+        try channel.writeOutbound(ResponsePart.whole(self.head(.payloadTooLarge), body: []))
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "x")))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        for part in self.request("/next") { try channel.writeInbound(part) }
+        #expect(recorder.parts == ["head /p", "body", "end", "head /next", "end"])
+    }
+
+    @Test("a parse error after a request waits for its response; one with nothing awaited goes at once")
+    func parserErrors() throws {
+        let (channel, recorder, _) = try self.channel()
+        channel.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        #expect(recorder.errors == 1)
+
+        let (second, secondRecorder, _) = try self.channel()
+        for part in self.request("/a") { try second.writeInbound(part) }
+        second.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        #expect(secondRecorder.errors == 0)
+        try second.writeOutbound(ResponsePart.whole(self.head(.ok), body: []))
+        #expect(secondRecorder.errors == 1)
+    }
+
+    @Test("a head without Content-Length is chunked for HTTP/1.1 and delimited by the close for HTTP/1.0")
+    func framing() throws {
+        let (channel, _, _) = try self.channel()
+        for part in self.request("/a") { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.head(self.head(.ok, [("X", "1")])))
+        try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abcdefghijklmnopq")))
+        try channel.writeOutbound(ResponsePart.end)
+        #expect(
+            try self.written(channel)
+                == "HTTP/1.1 200 OK\r\nX: 1\r\ntransfer-encoding: chunked\r\n\r\n11\r\nabcdefghijklmnopq\r\n0\r\n\r\n"
+        )
+
+        for part in self.request("/b", version: .http1_0) { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.head(self.head(.ok, version: .http1_0)))
+        try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abc")))
+        try channel.writeOutbound(ResponsePart.end)
+        #expect(try self.written(channel) == "HTTP/1.0 200 OK\r\n\r\nabc")
+    }
+
+    @Test("a response to HEAD keeps its Content-Length and carries no body; a 304 and a 204 carry neither")
+    func bodiless() throws {
+        let (channel, _, _) = try self.channel()
+        for part in self.request("/h", method: .HEAD) { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.head(self.head(.ok, [("Content-Length", "5")])))
+        #expect(throws: NIOHTTPResponseEncoderError.responseBodyNotAllowed) {
+            try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "hello")))
+        }
+        try channel.writeOutbound(ResponsePart.end)
+        #expect(try self.written(channel) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+
+        for part in self.request("/n") { try channel.writeInbound(part) }
+        try channel.writeOutbound(
+            ResponsePart.whole(self.head(.notModified, [("Content-Length", "5"), ("ETag", "\"e\"")]), body: [])
+        )
+        #expect(try self.written(channel) == "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n")
+
+        for part in self.request("/z") { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.head(self.head(.noContent)))
+        try channel.writeOutbound(ResponsePart.end)
+        #expect(try self.written(channel) == "HTTP/1.1 204 No Content\r\n\r\n")
+    }
+
+    @Test("a whole response gets its body's length, in one buffer when small and in slices when large")
+    func wholeResponses() throws {
+        let (channel, _, _) = try self.channel()
+        for part in self.request("/s") { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("ab".utf8), Data("cd".utf8)]))
+        let small = try channel.readOutbound(as: IOData.self)
+        #expect(try channel.readOutbound(as: IOData.self) == nil, "one buffer")
+        guard case .byteBuffer(let buffer) = small else {
+            Issue.record("no buffer")
+            return
+        }
+        #expect(String(buffer: buffer) == "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd")
+
+        let large = Data(repeating: 7, count: ServerCodec.largestInlineBody + 1)
+        for part in self.request("/l") { try channel.writeInbound(part) }
+        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [large]))
+        var buffers: [ByteBuffer] = []
+        while case .byteBuffer(let buffer)? = try channel.readOutbound(as: IOData.self) { buffers.append(buffer) }
+        #expect(String(buffer: buffers[0]) == "HTTP/1.1 200 OK\r\nContent-Length: \(large.count)\r\n\r\n")
+        #expect(Data(buffers.dropFirst().flatMap { $0.readableBytesView }) == large)
+    }
+
+    @Test("after the output is closed, nothing more is handed on")
+    func outputClosed() throws {
+        let (channel, recorder, _) = try self.channel()
+        for part in self.request("/a") + self.request("/b") { try channel.writeInbound(part) }
+        channel.close(mode: .output, promise: nil)
+        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: []))
+        for part in self.request("/c") { try channel.writeInbound(part) }
+        #expect(recorder.parts == ["head /a", "end"])
+    }
+}
