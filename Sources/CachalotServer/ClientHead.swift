@@ -1,6 +1,7 @@
 import Cachalot
 import Foundation
 import HTTPTypes
+import NIOCore
 import NIOHTTP1
 
 /// A response head as the proxy writes it to its client, in NIO's form.
@@ -10,11 +11,17 @@ import NIOHTTP1
 /// one answer to the next: `Age` (for a stored response's head, which is kept without it),
 /// `Date` if the origin sent none, and `Cache-Status`, after any from farther caches; and
 /// `Connection: close` when the connection closes after it. The first part of a stored
-/// response's head is made once and kept with it (``Resource/derivedFromHead(_:)``), so that a
-/// hit does not convert, filter and copy its fields again.
+/// response's head is made once and kept with it (``Resource/derivedFromHead(_:)``), written
+/// as it goes on the wire (``writingKeptFields()``), so that a hit does not convert, filter,
+/// copy nor write its fields again.
 struct ClientHead: Sendable {
     var status: HTTPResponseStatus
-    var headers: HTTPHeaders
+    /// The fields a shared cache passes on, without those added for one answer.
+    private let kept: HTTPHeaders
+    /// ``kept`` as written on the wire, once ``writingKeptFields()`` has written them.
+    private var keptWritten: ByteBuffer?
+    /// What ``finish(age:cacheStatus:)`` added, in order.
+    private var added: [(name: String, value: String)] = []
     /// The proxy's `Via` element in it: a loader's memory tier may serve servers of other names.
     let via: String
     /// Whether the head has `Date`.
@@ -37,22 +44,40 @@ struct ClientHead: Sendable {
         headers.reserveCapacity(fields.count + 3)
         for field in fields { headers.add(name: field.name.rawName, value: field.value) }
         self.status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
-        self.headers = headers
+        self.kept = headers
         self.via = via
         self.hasDate = fields.contains(.date)
         self.hasContentLength = fields.contains(.contentLength)
+    }
+
+    /// The head with its kept fields written as they go on the wire, for a head kept for many
+    /// answers: each writes them with a copy of bytes (``prepared(version:closing:)``).
+    func writingKeptFields() -> ClientHead {
+        var head = self
+        var written = ByteBuffer()
+        for (name, value) in self.kept { ServerCodec.writeField(name, value, into: &written) }
+        head.keptWritten = written
+        return head
+    }
+
+    /// All of its fields: those kept, then those added.
+    var headers: HTTPHeaders {
+        var headers = self.kept
+        for (name, value) in self.added { headers.add(name: name, value: value) }
+        return headers
     }
 
     /// Adds what changes from one answer to the next: `age`, if the head is a stored
     /// response's without it, `Date` if the origin sent none, and `cacheStatus`, the last of
     /// the proxy's own fields.
     mutating func finish(age: Int?, cacheStatus: String) {
-        if let age { self.headers.add(name: "Age", value: String(age)) }
+        self.added.reserveCapacity(3)
+        if let age { self.added.append(("Age", String(age))) }
         if !self.hasDate {
-            self.headers.add(name: "Date", value: DateField.text())
+            self.added.append(("Date", DateField.text()))
             self.hasDate = true
         }
-        self.headers.add(name: "Cache-Status", value: cacheStatus)
+        self.added.append(("Cache-Status", cacheStatus))
     }
 
     /// The head as NIO writes it, for a client that spoke `version`; `closing` adds
@@ -61,5 +86,25 @@ struct ClientHead: Sendable {
         var headers = self.headers
         if closing { headers.replaceOrAdd(name: "Connection", value: "close") }
         return HTTPResponseHead(version: version, status: self.status, headers: headers)
+    }
+
+    /// The head as ``ServerCodec`` writes a whole response, its kept fields written already if
+    /// ``writingKeptFields()`` wrote them and its status may have a body (else its
+    /// `Content-Length` may have to go); see ``nioHead(version:closing:)``.
+    func head(version: HTTPVersion, closing: Bool) -> ResponseHead {
+        guard let written = self.keptWritten, self.status.mayHaveResponseBody else {
+            return .head(self.nioHead(version: version, closing: closing))
+        }
+        var fields = self.added
+        if closing { fields.append(("Connection", "close")) }
+        return .prepared(
+            PreparedHead(
+                version: version,
+                status: self.status,
+                written: written,
+                fields: fields,
+                hasContentLength: self.hasContentLength
+            )
+        )
     }
 }

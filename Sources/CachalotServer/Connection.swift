@@ -159,7 +159,7 @@ struct ResponseWriter: Sendable {
         if ending, data.count <= Self.slice, let head = self.pendingHead {
             // All of it in hand: one part.
             self.pendingHead = nil
-            try await self.outbound.write(.whole(head, body: data.isEmpty ? [] : [data]))
+            try await self.outbound.write(.whole(.head(head), body: data.isEmpty ? [] : [data]))
             return
         }
         var parts: [ResponsePart] = []

@@ -75,7 +75,7 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext
     ) {
         let whole = Self.wrapOutboundOut(
-            .whole(response.head.nioHead(version: version, closing: closing), body: response.body)
+            .whole(response.head.head(version: version, closing: closing), body: response.body)
         )
         guard closing else {
             context.writeAndFlush(whole, promise: nil)

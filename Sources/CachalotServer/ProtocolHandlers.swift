@@ -185,7 +185,9 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
             context.writeAndFlush(
-                Self.wrapOutboundOut(.whole(HTTPResponseHead(version: .http1_1, status: status, headers: headers), body: [])),
+                Self.wrapOutboundOut(
+                    .whole(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)), body: [])
+                ),
                 promise: nil
             )
         }
@@ -247,7 +249,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
         self.awaitHead(context)
         let channel = context.channel
         let head = HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers)
-        context.writeAndFlush(Self.wrapOutboundOut(.whole(head, body: []))).whenComplete { _ in
+        context.writeAndFlush(Self.wrapOutboundOut(.whole(.head(head), body: []))).whenComplete { _ in
             channel.close(promise: nil)
         }
     }

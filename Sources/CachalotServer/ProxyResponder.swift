@@ -187,7 +187,9 @@ struct ProxyResponder: Responder {
             head = ClientHead(response, knownLength: true, via: self.via)
             head.finish(age: nil, cacheStatus: cacheStatus.description)
         } else {
-            head = resource.derivedFromHead { [via = self.via] in ClientHead($0, knownLength: true, via: via) }
+            head = resource.derivedFromHead { [via = self.via] in
+                ClientHead($0, knownLength: true, via: via).writingKeptFields()
+            }
             if head.via == self.via {
                 head.finish(age: resource.age, cacheStatus: cacheStatus.description)
             } else {

@@ -13,7 +13,29 @@ enum ResponsePart: Sendable {
     case end
     /// A whole final response: its head and its body, in hand. It goes in one write: with a
     /// small body, in one buffer.
-    case whole(HTTPResponseHead, body: [Data])
+    case whole(ResponseHead, body: [Data])
+}
+
+/// The head of a whole response.
+enum ResponseHead: Sendable {
+    case head(HTTPResponseHead)
+    /// A head part of whose fields are written already.
+    case prepared(PreparedHead)
+}
+
+/// A head whose first fields are kept written, as a stored response's are (see
+/// ``ClientHead``), and written with the rest without being read again.
+struct PreparedHead: Sendable {
+    var version: HTTPVersion
+    /// A status that may have a body: the fields written cannot lose a `Content-Length`.
+    var status: HTTPResponseStatus
+    /// Fields written as they go on the wire, `Name: value\r\n` each; none of them
+    /// `Transfer-Encoding`.
+    var written: ByteBuffer
+    /// The fields that follow them.
+    var fields: [(name: String, value: String)]
+    /// Whether either has `Content-Length`.
+    var hasContentLength: Bool
 }
 
 /// The server's side of HTTP/1.1 on a connection, after NIO's request parser: it hands the
@@ -179,7 +201,10 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(Self.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
         case .end:
             if self.isChunked {
-                context.write(Self.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "0\r\n\r\n"))), promise: promise)
+                context.write(
+                    Self.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "0\r\n\r\n"))),
+                    promise: promise
+                )
             } else if let promise {
                 // Written empty so that the promise completes after what went before.
                 context.write(Self.wrapOutboundOut(.byteBuffer(ByteBuffer())), promise: promise)
@@ -188,8 +213,16 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         case .whole(let head, let body):
             let length = body.reduce(0) { $0 + $1.count }
             let inline = length <= Self.largestInlineBody
-            var buffer = context.channel.allocator.buffer(capacity: 256 + (inline ? length : 0))
-            self.writeHead(head, bodyLength: length, into: &buffer)
+            var buffer: ByteBuffer
+            switch head {
+            case .head(let head):
+                buffer = context.channel.allocator.buffer(capacity: 256 + (inline ? length : 0))
+                self.writeHead(head, bodyLength: length, into: &buffer)
+            case .prepared(let head):
+                let capacity = 128 + head.written.readableBytes + (inline ? length : 0)
+                buffer = context.channel.allocator.buffer(capacity: capacity)
+                self.writeHead(head, bodyLength: length, into: &buffer)
+            }
             if self.isBodySuppressed || length == 0 {
                 context.write(Self.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
             } else if inline {
@@ -219,43 +252,117 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         self.handOnWaiting(context)
     }
 
+    /// How a response is framed (RFC 9112 §6).
+    private enum Framing {
+        /// No body: no `Content-Length` nor `Transfer-Encoding` either.
+        case bodiless
+        /// By the `Content-Length` it has; a `Transfer-Encoding` goes.
+        case length
+        /// By a `Content-Length` to add.
+        case addedLength(Int)
+        /// Chunked: `Transfer-Encoding: chunked` goes in.
+        case chunked
+        /// By the connection's close (HTTP/1.0).
+        case close
+    }
+
+    /// The framing of a head with `status`, for the request it answers; `bodyLength` is the
+    /// length of a whole response's body. Notes whether a body goes, and whether it is chunked.
+    private func framing(_ status: HTTPResponseStatus, _ version: HTTPVersion, hasLength: Bool, bodyLength: Int?)
+        -> Framing
+    {
+        let code = status.code
+        let isInterim = (100..<200).contains(code) && code != 101
+        let method = isInterim ? nil : self.methods.popFirst()
+        let mayHaveBody = method != .CONNECT && status.mayHaveResponseBody
+        if !isInterim { self.isBodySuppressed = method == .HEAD || !mayHaveBody }
+        let framing: Framing =
+            if !mayHaveBody {
+                .bodiless
+            } else if hasLength {
+                .length
+            } else if let bodyLength, !self.isBodySuppressed {
+                .addedLength(bodyLength)
+            } else if version.major == 1, version.minor >= 1 {
+                .chunked
+            } else {
+                .close
+            }
+        if case .chunked = framing { self.isChunked = !self.isBodySuppressed } else { self.isChunked = false }
+        return framing
+    }
+
     /// Writes `head` with its framing fields (see the type's description); `bodyLength` is
     /// the length of a whole response's body.
     private func writeHead(_ head: HTTPResponseHead, bodyLength: Int?, into buffer: inout ByteBuffer) {
-        let code = head.status.code
-        let isInterim = (100..<200).contains(code) && code != 101
-        let method = isInterim ? nil : self.methods.popFirst()
-        let mayHaveBody = method != .CONNECT && head.status.mayHaveResponseBody
-        if !isInterim { self.isBodySuppressed = method == .HEAD || !mayHaveBody }
+        // Changed only where the framing asks: a change copies the fields.
         var headers = head.headers
-        self.isChunked = false
-        if !mayHaveBody {
-            headers.remove(name: "content-length")
-            headers.remove(name: "transfer-encoding")
-        } else if headers.contains(name: "content-length") {
-            headers.remove(name: "transfer-encoding")
-        } else if let bodyLength, !self.isBodySuppressed {
-            headers.add(name: "Content-Length", value: String(bodyLength))
-            headers.remove(name: "transfer-encoding")
-        } else if head.version.major == 1, head.version.minor >= 1 {
+        let hasLength = headers.contains(name: "content-length")
+        let hasCoding = headers.contains(name: "transfer-encoding")
+        switch self.framing(head.status, head.version, hasLength: hasLength, bodyLength: bodyLength) {
+        case .bodiless:
+            if hasLength { headers.remove(name: "content-length") }
+            if hasCoding { headers.remove(name: "transfer-encoding") }
+        case .length:
+            if hasCoding { headers.remove(name: "transfer-encoding") }
+        case .addedLength(let length):
+            if hasCoding { headers.remove(name: "transfer-encoding") }
+            headers.add(name: "Content-Length", value: String(length))
+        case .chunked:
             headers.replaceOrAdd(name: "transfer-encoding", value: "chunked")
-            self.isChunked = !self.isBodySuppressed
+        case .close:
+            break
         }
-        buffer.writeStaticString("HTTP/")
-        buffer.writeString(String(head.version.major))
-        buffer.writeStaticString(".")
-        buffer.writeString(String(head.version.minor))
-        buffer.writeStaticString(" ")
-        buffer.writeString(String(code))
-        buffer.writeStaticString(" ")
-        buffer.writeString(head.status.reasonPhrase)
+        Self.writeStatusLine(head.version, head.status, into: &buffer)
+        for (name, value) in headers { Self.writeField(name, value, into: &buffer) }
         buffer.writeStaticString("\r\n")
-        for (name, value) in headers {
-            buffer.writeString(name)
-            buffer.writeStaticString(": ")
-            buffer.writeString(value)
+    }
+
+    /// Writes `head`: the fields written already, then the others, then its framing field.
+    private func writeHead(_ head: PreparedHead, bodyLength: Int?, into buffer: inout ByteBuffer) {
+        let framing = self.framing(head.status, head.version, hasLength: head.hasContentLength, bodyLength: bodyLength)
+        Self.writeStatusLine(head.version, head.status, into: &buffer)
+        var written = head.written
+        buffer.writeBuffer(&written)
+        for (name, value) in head.fields { Self.writeField(name, value, into: &buffer) }
+        switch framing {
+        case .addedLength(let length): Self.writeField("Content-Length", String(length), into: &buffer)
+        case .chunked: Self.writeField("transfer-encoding", "chunked", into: &buffer)
+        // A prepared head has a status that may have a body, and no `Transfer-Encoding`.
+        case .bodiless, .length, .close: break
+        }
+        buffer.writeStaticString("\r\n")
+    }
+
+    private static func writeStatusLine(
+        _ version: HTTPVersion,
+        _ status: HTTPResponseStatus,
+        into buffer: inout ByteBuffer
+    ) {
+        if version == .http1_1 {
+            buffer.writeStaticString("HTTP/1.1 ")
+        } else {
+            buffer.writeStaticString("HTTP/")
+            buffer.writeString(String(version.major))
+            buffer.writeStaticString(".")
+            buffer.writeString(String(version.minor))
+            buffer.writeStaticString(" ")
+        }
+        if status == .ok {
+            buffer.writeStaticString("200 OK\r\n")
+        } else {
+            buffer.writeString(String(status.code))
+            buffer.writeStaticString(" ")
+            buffer.writeString(status.reasonPhrase)
             buffer.writeStaticString("\r\n")
         }
+    }
+
+    /// Writes a field line, `name: value\r\n`.
+    static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
         buffer.writeStaticString("\r\n")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -50,7 +51,11 @@ struct ServerCodecTests {
         return (channel, recorder, counter)
     }
 
-    private func request(_ uri: String, method: HTTPMethod = .GET, version: HTTPVersion = .http1_1)
+    private func request(
+        _ uri: String,
+        method: HTTPMethod = .GET,
+        version: HTTPVersion = .http1_1
+    )
         -> [HTTPServerRequestPart]
     {
         [.head(HTTPRequestHead(version: version, method: method, uri: uri)), .end(nil)]
@@ -66,7 +71,11 @@ struct ServerCodecTests {
         return text
     }
 
-    private func head(_ status: HTTPResponseStatus, _ fields: [(String, String)] = [], version: HTTPVersion = .http1_1)
+    private func head(
+        _ status: HTTPResponseStatus,
+        _ fields: [(String, String)] = [],
+        version: HTTPVersion = .http1_1
+    )
         -> HTTPResponseHead
     {
         HTTPResponseHead(version: version, status: status, headers: HTTPHeaders(fields))
@@ -81,11 +90,11 @@ struct ServerCodecTests {
         channel.read()
         #expect(counter.reads == readsBefore, "a read is held while a response is awaited")
 
-        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("a".utf8)]))
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("a".utf8)]))
         #expect(recorder.parts == ["head /a", "end", "head /b", "end"])
         #expect(recorder.readCompletes >= 1, "what waited is handed on with a read's completion")
         #expect(counter.reads == readsBefore, "still held: /b's response is awaited")
-        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("b".utf8)]))
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("b".utf8)]))
         #expect(counter.reads == readsBefore + 1, "the held read goes once nothing is awaited")
         #expect(
             try self.written(channel)
@@ -96,8 +105,10 @@ struct ServerCodecTests {
     @Test("a request's body goes on after its response ended early (a 413), and the next request after it")
     func earlyResponse() throws {
         let (channel, recorder, _) = try self.channel()
-        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/p")))
-        try channel.writeOutbound(ResponsePart.whole(self.head(.payloadTooLarge), body: []))
+        try channel.writeInbound(
+            HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/p"))
+        )
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.payloadTooLarge)), body: []))
         try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "x")))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
         for part in self.request("/next") { try channel.writeInbound(part) }
@@ -114,7 +125,7 @@ struct ServerCodecTests {
         for part in self.request("/a") { try second.writeInbound(part) }
         second.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
         #expect(secondRecorder.errors == 0)
-        try second.writeOutbound(ResponsePart.whole(self.head(.ok), body: []))
+        try second.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
         #expect(secondRecorder.errors == 1)
     }
 
@@ -150,7 +161,7 @@ struct ServerCodecTests {
 
         for part in self.request("/n") { try channel.writeInbound(part) }
         try channel.writeOutbound(
-            ResponsePart.whole(self.head(.notModified, [("Content-Length", "5"), ("ETag", "\"e\"")]), body: [])
+            ResponsePart.whole(.head(self.head(.notModified, [("Content-Length", "5"), ("ETag", "\"e\"")])), body: [])
         )
         #expect(try self.written(channel) == "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n")
 
@@ -164,7 +175,7 @@ struct ServerCodecTests {
     func wholeResponses() throws {
         let (channel, _, _) = try self.channel()
         for part in self.request("/s") { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [Data("ab".utf8), Data("cd".utf8)]))
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("ab".utf8), Data("cd".utf8)]))
         let small = try channel.readOutbound(as: IOData.self)
         #expect(try channel.readOutbound(as: IOData.self) == nil, "one buffer")
         guard case .byteBuffer(let buffer) = small else {
@@ -175,11 +186,55 @@ struct ServerCodecTests {
 
         let large = Data(repeating: 7, count: ServerCodec.largestInlineBody + 1)
         for part in self.request("/l") { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: [large]))
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [large]))
         var buffers: [ByteBuffer] = []
         while case .byteBuffer(let buffer)? = try channel.readOutbound(as: IOData.self) { buffers.append(buffer) }
         #expect(String(buffer: buffers[0]) == "HTTP/1.1 200 OK\r\nContent-Length: \(large.count)\r\n\r\n")
         #expect(Data(buffers.dropFirst().flatMap { $0.readableBytesView }) == large)
+    }
+
+    @Test(
+        "a kept head written with its fields prepared gives the same bytes as written from NIO's head",
+        arguments: [
+            (HTTPMethod.GET, HTTPVersion.http1_1, false, true), (.GET, .http1_1, true, true),
+            (.HEAD, .http1_1, false, true), (.GET, .http1_0, true, false), (.HEAD, .http1_1, false, false),
+        ]
+    )
+    func preparedHeads(method: HTTPMethod, version: HTTPVersion, closing: Bool, withLength: Bool) throws {
+        var response = HTTPResponse(status: .ok)
+        response.headerFields[.contentType] = "text/plain"
+        if withLength { response.headerFields[.contentLength] = "5" }
+        response.headerFields[.date] = "Sun, 06 Nov 1994 08:49:37 GMT"
+        var head = ClientHead(response, knownLength: true, via: "1.1 c").writingKeptFields()
+        head.finish(age: 3, cacheStatus: "c; hit")
+        let body = method == .HEAD ? [] : [Data("hello".utf8)]
+        var outputs: [String] = []
+        for whole in [
+            head.head(version: version, closing: closing), .head(head.nioHead(version: version, closing: closing)),
+        ] {
+            let (channel, _, _) = try self.channel()
+            for part in self.request("/k", method: method, version: version) { try channel.writeInbound(part) }
+            try channel.writeOutbound(ResponsePart.whole(whole, body: body))
+            outputs.append(try self.written(channel))
+        }
+        guard case .prepared = head.head(version: version, closing: closing) else {
+            Issue.record("a kept head of a 200 is prepared")
+            return
+        }
+        #expect(outputs[0] == outputs[1])
+        #expect(outputs[0].contains("Age: 3\r\nCache-Status: c; hit\r\n"))
+        #expect(outputs[0].hasSuffix(method == .HEAD ? "\r\n\r\n" : "\r\n\r\nhello"))
+    }
+
+    @Test("a kept head whose status has no body is not prepared: its Content-Length must go")
+    func unpreparedHeads() {
+        var response = HTTPResponse(status: .noContent)
+        response.headerFields[.contentLength] = "0"
+        let head = ClientHead(response, knownLength: true, via: "1.1 c").writingKeptFields()
+        guard case .head = head.head(version: .http1_1, closing: false) else {
+            Issue.record("a 204 is written from NIO's head")
+            return
+        }
     }
 
     @Test("after the output is closed, nothing more is handed on")
@@ -187,7 +242,7 @@ struct ServerCodecTests {
         let (channel, recorder, _) = try self.channel()
         for part in self.request("/a") + self.request("/b") { try channel.writeInbound(part) }
         channel.close(mode: .output, promise: nil)
-        try channel.writeOutbound(ResponsePart.whole(self.head(.ok), body: []))
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
         for part in self.request("/c") { try channel.writeInbound(part) }
         #expect(recorder.parts == ["head /a", "end"])
     }
