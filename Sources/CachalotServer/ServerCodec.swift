@@ -268,7 +268,12 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The framing of a head with `status`, for the request it answers; `bodyLength` is the
     /// length of a whole response's body. Notes whether a body goes, and whether it is chunked.
-    private func framing(_ status: HTTPResponseStatus, _ version: HTTPVersion, hasLength: Bool, bodyLength: Int?)
+    private func framing(
+        _ status: HTTPResponseStatus,
+        _ version: HTTPVersion,
+        hasLength: Bool,
+        bodyLength: Int?
+    )
         -> Framing
     {
         let code = status.code
