@@ -278,7 +278,9 @@ public final class CacheServer: Service, Sendable {
                     let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
                     try pipeline.addHandler(requestLines)
                     try pipeline.addHandler(
-                        ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits))
+                        ByteToMessageHandler(
+                            HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)
+                        )
                     )
                     try pipeline.addHandler(ServerCodec())
                     // The proxy's 408s go to the access log; the admin listener's requests are not logged.
