@@ -4,7 +4,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
-/// A response head as the proxy writes it to its client, in NIO's form.
+/// A response head as the proxy writes it to its client.
 ///
 /// First come the answer's fields as a shared cache passes them on: hop-by-hop fields removed,
 /// `Accept-Ranges` on a 200 whose length is known, the proxy in `Via`. Then what changes from

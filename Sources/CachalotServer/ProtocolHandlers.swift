@@ -10,8 +10,8 @@ import Musl
 import Darwin
 #endif
 
-/// Watches each request of a connection and its response, between NIO's HTTP/1.1 pipeline and
-/// the responders: what the parser refused is answered, and each phase of reading a request is
+/// Watches each request of a connection and its response, between ``ServerCodec`` and the
+/// responders: what the parser refused is answered, and each phase of reading a request is
 /// bounded in time. One handler for all of it, since each response part that passes a handler
 /// costs a hit a dynamic cast.
 ///
@@ -72,8 +72,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     private var bodyTotalDeadline = NIODeadline.distantFuture
     /// Whether a response to the request whose body is awaited has begun, ended or not: the
     /// proxy answered before the body's end (413). A second response to one request would break
-    /// the connection's framing (and NIO's pipeline handler traps on it in a debug build): a
-    /// timeout then only closes.
+    /// the connection's framing: a timeout then only closes.
     private var isAnswered = false
     private var hasBodyExpired = false
 

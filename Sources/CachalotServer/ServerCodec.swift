@@ -53,10 +53,11 @@ struct PreparedHead: Sendable {
 ///
 /// **Responses.** A head is written as NIO's encoder wrote it, with the framing RFC 9112 §6
 /// asks for: a response to `HEAD`, and a 1xx, 204 or 304, carries no body (a body written to
-/// one fails its write); a response that may have a body keeps its
-/// `Content-Length`, or, without one, is chunked for an HTTP/1.1 client and delimited by the
-/// connection's close for an HTTP/1.0 one. A whole response without a `Content-Length` gets
-/// one, since its body's length is known.
+/// one fails its write); a response that may have a body keeps its `Content-Length`, or,
+/// without one, is chunked for an HTTP/1.1 client and delimited by the connection's close for
+/// an HTTP/1.0 one. A whole response without a `Content-Length` gets one, since its body's
+/// length is known. Fields are written as they are: the server makes them from
+/// swift-http-types' fields and its own, whose values hold no line break.
 final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
