@@ -54,7 +54,9 @@ struct ClientHead: Sendable {
     /// answers: each writes them with a copy of bytes (``prepared(version:closing:)``).
     func writingKeptFields() -> ClientHead {
         var head = self
+        // Sized to fit: it is kept as long as the stored response is.
         var written = ByteBuffer()
+        written.reserveCapacity(self.kept.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
         for (name, value) in self.kept { ServerCodec.writeField(name, value, into: &written) }
         head.keptWritten = written
         return head

@@ -27,7 +27,8 @@ enum ResponseHead: Sendable {
 /// ``ClientHead``), and written with the rest without being read again.
 struct PreparedHead: Sendable {
     var version: HTTPVersion
-    /// A status that may have a body: the fields written cannot lose a `Content-Length`.
+    /// A status that may have a body, answering a `GET` or `HEAD`: the fields written cannot
+    /// lose a `Content-Length`.
     var status: HTTPResponseStatus
     /// Fields written as they go on the wire, `Name: value\r\n` each; none of them
     /// `Transfer-Encoding`.
@@ -58,7 +59,7 @@ struct PreparedHead: Sendable {
 /// an HTTP/1.0 one. A whole response without a `Content-Length` gets one, since its body's
 /// length is known. Fields are written as they are: the server makes them from
 /// swift-http-types' fields and its own, whose values hold no line break.
-final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
+final class ServerCodec: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = ResponsePart
@@ -79,7 +80,12 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     private var isReadHeld = false
     /// Whether ``waiting`` is being handed on: a response ended meanwhile lets the loop go on.
     private var isHandingOn = false
-    private var isOutputClosed = false
+    /// Whether nothing more is read nor handed on: the output was closed, or a response said
+    /// that the connection closes after it (RFC 9112 §9.6).
+    private var isDone = false
+    /// Whether the response being written closes the connection after it: it says
+    /// `Connection: close`, or its body ends with the connection.
+    private var closesConnection = false
 
     /// The methods of the requests handed on whose final response has not begun.
     private var methods = CircularBuffer<HTTPMethod>()
@@ -94,7 +100,7 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !self.isOutputClosed else { return }
+        guard !self.isDone else { return }
         if self.isAwaitingResponse || !self.waiting.isEmpty {
             self.waiting.append(.part(Self.unwrapInboundIn(data)))
         } else {
@@ -111,7 +117,7 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if self.isAwaitingResponse || !self.waiting.isEmpty {
+        if self.isDone || self.isAwaitingResponse || !self.waiting.isEmpty {
             self.isReadHeld = true
         } else {
             context.read()
@@ -126,7 +132,7 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         if mode == .output {
             // Nothing more will be answered.
-            self.isOutputClosed = true
+            self.isDone = true
             self.waiting.removeAll()
         }
         context.close(mode: mode, promise: promise)
@@ -157,11 +163,11 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Hands on what waited, up to the next request whose response is to be awaited.
     private func handOnWaiting(_ context: ChannelHandlerContext) {
-        guard !self.isHandingOn else { return }
+        guard !self.isHandingOn, !self.isDone else { return }
         self.isHandingOn = true
         defer { self.isHandingOn = false }
         var handedOnRead = false
-        while !self.isAwaitingResponse, let event = self.waiting.popFirst() {
+        while !self.isAwaitingResponse, !self.isDone, let event = self.waiting.popFirst() {
             switch event {
             case .part(let part):
                 self.handOn(part, context)
@@ -250,6 +256,11 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         self.isChunked = false
         self.isBodySuppressed = false
         self.isResponseOpen = false
+        if self.closesConnection {
+            // What follows is not read: the connection closes once the response has gone.
+            self.isDone = true
+            self.waiting.removeAll()
+        }
         self.handOnWaiting(context)
     }
 
@@ -268,12 +279,14 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The framing of a head with `status`, for the request it answers; `bodyLength` is the
-    /// length of a whole response's body. Notes whether a body goes, and whether it is chunked.
+    /// length of a whole response's body; `saysClose`, whether the head has `Connection: close`.
+    /// Notes whether a body goes, whether it is chunked, and whether the connection closes after.
     private func framing(
         _ status: HTTPResponseStatus,
         _ version: HTTPVersion,
         hasLength: Bool,
-        bodyLength: Int?
+        bodyLength: Int?,
+        saysClose: Bool
     )
         -> Framing
     {
@@ -295,6 +308,8 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 .close
             }
         if case .chunked = framing { self.isChunked = !self.isBodySuppressed } else { self.isChunked = false }
+        if !isInterim, case .close = framing, !self.isBodySuppressed { self.closesConnection = true }
+        if !isInterim, saysClose { self.closesConnection = true }
         return framing
     }
 
@@ -305,7 +320,14 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         var headers = head.headers
         let hasLength = headers.contains(name: "content-length")
         let hasCoding = headers.contains(name: "transfer-encoding")
-        switch self.framing(head.status, head.version, hasLength: hasLength, bodyLength: bodyLength) {
+        let saysClose = headers["connection"].contains { ForwardedFields.connectionOptions($0).contains("close") }
+        switch self.framing(
+            head.status,
+            head.version,
+            hasLength: hasLength,
+            bodyLength: bodyLength,
+            saysClose: saysClose
+        ) {
         case .bodiless:
             if hasLength { headers.remove(name: "content-length") }
             if hasCoding { headers.remove(name: "transfer-encoding") }
@@ -326,7 +348,16 @@ final class ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes `head`: the fields written already, then the others, then its framing field.
     private func writeHead(_ head: PreparedHead, bodyLength: Int?, into buffer: inout ByteBuffer) {
-        let framing = self.framing(head.status, head.version, hasLength: head.hasContentLength, bodyLength: bodyLength)
+        let saysClose = head.fields.contains { field in
+            field.name.lowercased() == "connection" && ForwardedFields.connectionOptions(field.value).contains("close")
+        }
+        let framing = self.framing(
+            head.status,
+            head.version,
+            hasLength: head.hasContentLength,
+            bodyLength: bodyLength,
+            saysClose: saysClose
+        )
         Self.writeStatusLine(head.version, head.status, into: &buffer)
         var written = head.written
         buffer.writeBuffer(&written)

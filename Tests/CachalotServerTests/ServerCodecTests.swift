@@ -33,6 +33,8 @@ struct ServerCodecTests {
         }
     }
 
+    /// Counts the reads the codec lets through, and takes a close of the output itself (an
+    /// `EmbeddedChannel` would close whole), so that the codec's own handling of it is seen.
     final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
         typealias OutboundIn = IOData
         var reads = 0
@@ -40,6 +42,11 @@ struct ServerCodecTests {
         func read(context: ChannelHandlerContext) {
             self.reads += 1
             context.read()
+        }
+
+        func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+            guard mode == .output else { return context.close(mode: mode, promise: promise) }
+            promise?.succeed(())
         }
     }
 
@@ -90,9 +97,10 @@ struct ServerCodecTests {
         channel.read()
         #expect(counter.reads == readsBefore, "a read is held while a response is awaited")
 
+        let readCompletes = recorder.readCompletes
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("a".utf8)]))
         #expect(recorder.parts == ["head /a", "end", "head /b", "end"])
-        #expect(recorder.readCompletes >= 1, "what waited is handed on with a read's completion")
+        #expect(recorder.readCompletes == readCompletes + 1, "what waited is handed on with a read's completion")
         #expect(counter.reads == readsBefore, "still held: /b's response is awaited")
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("b".utf8)]))
         #expect(counter.reads == readsBefore + 1, "the held read goes once nothing is awaited")
@@ -166,7 +174,12 @@ struct ServerCodecTests {
         #expect(try self.written(channel) == "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n")
 
         for part in self.request("/z") { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.head(self.head(.noContent)))
+        try channel.writeOutbound(
+            ResponsePart.head(self.head(.noContent, [("Content-Length", "3"), ("Transfer-Encoding", "chunked")]))
+        )
+        #expect(throws: NIOHTTPResponseEncoderError.responseBodyNotAllowed) {
+            try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abc")))
+        }
         try channel.writeOutbound(ResponsePart.end)
         #expect(try self.written(channel) == "HTTP/1.1 204 No Content\r\n\r\n")
     }
@@ -240,10 +253,84 @@ struct ServerCodecTests {
     @Test("after the output is closed, nothing more is handed on")
     func outputClosed() throws {
         let (channel, recorder, _) = try self.channel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8080)).wait()
         for part in self.request("/a") + self.request("/b") { try channel.writeInbound(part) }
-        channel.close(mode: .output, promise: nil)
+        try channel.close(mode: .output).wait()
+        #expect(channel.isActive, "only the output closed")
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
         for part in self.request("/c") { try channel.writeInbound(part) }
         #expect(recorder.parts == ["head /a", "end"])
+    }
+
+    @Test(
+        "after a response that closes the connection, nothing more is handed on (RFC 9112 §9.6)",
+        arguments: [
+            (HTTPVersion.http1_1, [("Connection", "close"), ("Content-Length", "0")]),
+            (HTTPVersion.http1_0, [("Connection", "keep-alive, close"), ("Content-Length", "0")]),
+            // Delimited by the close: whatever followed would be read as its body.
+            (HTTPVersion.http1_0, []),
+        ]
+    )
+    func closingResponse(version: HTTPVersion, fields: [(String, String)]) throws {
+        // A whole response gets a Content-Length: only the one in parts ends with the connection.
+        for whole in fields.isEmpty ? [false] : [false, true] {
+            let (channel, recorder, counter) = try self.channel()
+            for part in self.request("/a", version: version) + self.request("/b", version: version) {
+                try channel.writeInbound(part)
+            }
+            let head = self.head(.ok, fields, version: version)
+            if whole {
+                try channel.writeOutbound(ResponsePart.whole(.head(head), body: [Data("a".utf8)]))
+            } else {
+                try channel.writeOutbound(ResponsePart.head(head))
+                try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "a")))
+                try channel.writeOutbound(ResponsePart.end)
+            }
+            let reads = counter.reads
+            channel.read()
+            for part in self.request("/c", version: version) { try channel.writeInbound(part) }
+            #expect(recorder.parts == ["head /a", "end"])
+            #expect(counter.reads == reads, "nothing more is read")
+        }
+    }
+
+    /// Answers a request for a path under `/hit` at once, as `ImmediateResponder` answers a
+    /// memory hit, from inside the codec's handing on.
+    final class ImmediateHits: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundOut = ResponsePart
+        private var uri = ""
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let part = Self.unwrapInboundIn(data)
+            if case .head(let head) = part { self.uri = head.uri }
+            guard self.uri.hasPrefix("/hit") else { return context.fireChannelRead(data) }
+            if case .end = part {
+                let head = HTTPResponseHead(version: .http1_1, status: .ok)
+                context.writeAndFlush(
+                    Self.wrapOutboundOut(.whole(.head(head), body: [Data(self.uri.utf8)])),
+                    promise: nil
+                )
+            }
+        }
+    }
+
+    @Test("requests that waited are answered at once, in order, while they are handed on, up to one that is not")
+    func answeredWhileHandedOn() throws {
+        let recorder = Recorder()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([ServerCodec(), ImmediateHits(), recorder])
+        for uri in ["/miss", "/hit1", "/hit2", "/miss2", "/hit3"] {
+            for part in self.request(uri) { try channel.writeInbound(part) }
+        }
+        #expect(recorder.parts == ["head /miss", "end"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("/miss".utf8)]))
+        #expect(recorder.parts == ["head /miss", "end", "head /miss2", "end"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("/miss2".utf8)]))
+        let bodies = try self.written(channel).components(separatedBy: "\r\n\r\n").dropFirst().map {
+            $0.prefix(while: { $0 != "H" })
+        }
+        #expect(bodies == ["/miss", "/hit1", "/hit2", "/miss2", "/hit3"])
     }
 }
