@@ -12,8 +12,8 @@ import NIOHTTP1
 /// A hit so costs no hop to the cooperative pool and back, which costs more than the hit
 /// itself, and a miss is not converted, keyed and looked up in memory a second time.
 /// ``ServerCodec`` before it hands over one request at a time, so answers keep their order
-/// whichever path gives them; a hit goes to it whole (``ResponsePart/whole(_:body:)``). Without a responder (the admin listener), it answers
-/// nothing itself.
+/// whichever path gives them; a hit goes to it whole (``ResponsePart/whole(_:body:)``).
+/// Without a responder (the admin listener), it answers nothing itself.
 final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = ServerRequestPart
