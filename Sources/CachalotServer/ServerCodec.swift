@@ -50,7 +50,9 @@ struct PreparedHead: Sendable {
 /// (RFC 9112 §9.3.2) wait, so that responses go in the order of their requests whoever makes
 /// them, and a client that pipelines cannot make the connection hold more than one read of
 /// them. A parser error that follows such a request waits as well, to be answered after the
-/// response. What comes after the output was closed is dropped.
+/// response. What comes after the output was closed, or after a response that closes the
+/// connection (`Connection: close`, or a body that ends with it; RFC 9112 §9.6), is read and
+/// dropped: it is not a request.
 ///
 /// **Responses.** A head is written as NIO's encoder wrote it, with the framing RFC 9112 §6
 /// asks for: a response to `HEAD`, and a 1xx, 204 or 304, carries no body (a body written to
@@ -80,8 +82,8 @@ final class ServerCodec: ChannelDuplexHandler {
     private var isReadHeld = false
     /// Whether ``waiting`` is being handed on: a response ended meanwhile lets the loop go on.
     private var isHandingOn = false
-    /// Whether nothing more is read nor handed on: the output was closed, or a response said
-    /// that the connection closes after it (RFC 9112 §9.6).
+    /// Whether nothing more is handed on (what comes is read and dropped): the output was
+    /// closed, or a response said that the connection closes after it (RFC 9112 §9.6).
     private var isDone = false
     /// Whether the response being written closes the connection after it: it says
     /// `Connection: close`, or its body ends with the connection.
@@ -117,7 +119,7 @@ final class ServerCodec: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if self.isDone || self.isAwaitingResponse || !self.waiting.isEmpty {
+        if !self.isDone, self.isAwaitingResponse || !self.waiting.isEmpty {
             self.isReadHeld = true
         } else {
             context.read()
@@ -257,9 +259,15 @@ final class ServerCodec: ChannelDuplexHandler {
         self.isBodySuppressed = false
         self.isResponseOpen = false
         if self.closesConnection {
-            // What follows is not read: the connection closes once the response has gone.
+            // What follows is not a request: it is read and dropped until the connection closes,
+            // so that bytes left unread do not make the close reset the connection (RFC 9112
+            // §9.6), which could lose the response.
             self.isDone = true
             self.waiting.removeAll()
+            if self.isReadHeld {
+                self.isReadHeld = false
+                context.read()
+            }
         }
         self.handOnWaiting(context)
     }

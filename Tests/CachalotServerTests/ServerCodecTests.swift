@@ -290,7 +290,7 @@ struct ServerCodecTests {
             channel.read()
             for part in self.request("/c", version: version) { try channel.writeInbound(part) }
             #expect(recorder.parts == ["head /a", "end"])
-            #expect(counter.reads == reads, "nothing more is read")
+            #expect(counter.reads > reads, "what follows is read and dropped, not left to reset the close")
         }
     }
 
