@@ -15,7 +15,8 @@ import Darwin
 struct AccessLogRecord: Sendable {
     /// Seconds since 1970, when the response was sent.
     var time: Double
-    var client: SocketAddress?
+    /// The client's IP address as text.
+    var client: String?
     var method: String
     var target: String
     var status: Int
@@ -109,6 +110,7 @@ final class AccessLogWriter: Sendable {
     /// The thread's loop.
     private func drain() {
         let interval = TimeAmount(self.configuration.flushInterval).nanoseconds
+        var clock = LineClock()
         while true {
             _ = self.wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval)))
             let (batch, dropped, isFinished) = self.state.withLock { state in
@@ -130,7 +132,7 @@ final class AccessLogWriter: Sendable {
             if !batch.isEmpty {
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(batch.reduce(0) { $0 + $1.size })
-                for record in batch { Self.append(record, as: self.configuration.format, to: &bytes) }
+                for record in batch { Self.append(record, as: self.configuration.format, clock: &clock, to: &bytes) }
                 self.configuration.output(bytes)
             }
             if isFinished { break }
@@ -147,33 +149,76 @@ final class AccessLogWriter: Sendable {
 
     /// Appends `record`'s line, with its newline, in `format`.
     static func append(_ record: AccessLogRecord, as format: AccessLog.Format, to bytes: inout [UInt8]) {
-        let time = self.timestamp(record.time)
-        let client = record.client?.ipAddress
-        let milliseconds =
-            "\(record.microseconds / 1_000).\(String(String(record.microseconds % 1_000 + 1_000).dropFirst()))"
+        var clock = LineClock()
+        Self.append(record, as: format, clock: &clock, to: &bytes)
+    }
+
+    /// Appends `record`'s line, its time written with `clock`. Written as bytes, without a
+    /// string made for any part: the log's thread writes a line for every request.
+    static func append(
+        _ record: AccessLogRecord,
+        as format: AccessLog.Format,
+        clock: inout LineClock,
+        to bytes: inout [UInt8]
+    ) {
         switch format.code {
         case .text:
-            bytes += time.utf8
+            clock.append(record.time, to: &bytes)
             bytes.append(UInt8(ascii: " "))
-            bytes += (client ?? "-").utf8
+            bytes += (record.client ?? "-").utf8
             bytes.append(UInt8(ascii: " "))
             self.appendVisible(record.method, to: &bytes)
             bytes.append(UInt8(ascii: " "))
             self.appendVisible(record.target, to: &bytes)
-            bytes += " \(record.status) bytes=\(record.bytes) ms=\(milliseconds) cache=".utf8
+            bytes.append(UInt8(ascii: " "))
+            self.appendDecimal(record.status, to: &bytes)
+            bytes += " bytes=".utf8
+            self.appendDecimal(record.bytes, to: &bytes)
+            bytes += " ms=".utf8
+            self.appendMilliseconds(record.microseconds, to: &bytes)
+            bytes += " cache=".utf8
             self.appendVisible(record.cacheStatus, to: &bytes, keepingSpaces: true)
         case .json:
-            bytes += "{\"time\":\"\(time)\",\"client\":".utf8
-            if let client { self.appendJSONString(client, to: &bytes) } else { bytes += "null".utf8 }
+            bytes += "{\"time\":\"".utf8
+            clock.append(record.time, to: &bytes)
+            bytes += "\",\"client\":".utf8
+            if let client = record.client { self.appendJSONString(client, to: &bytes) } else { bytes += "null".utf8 }
             bytes += ",\"method\":".utf8
             self.appendJSONString(record.method, to: &bytes)
             bytes += ",\"target\":".utf8
             self.appendJSONString(record.target, to: &bytes)
-            bytes += ",\"status\":\(record.status),\"bytes\":\(record.bytes),\"ms\":\(milliseconds),\"cache\":".utf8
+            bytes += ",\"status\":".utf8
+            self.appendDecimal(record.status, to: &bytes)
+            bytes += ",\"bytes\":".utf8
+            self.appendDecimal(record.bytes, to: &bytes)
+            bytes += ",\"ms\":".utf8
+            self.appendMilliseconds(record.microseconds, to: &bytes)
+            bytes += ",\"cache\":".utf8
             self.appendJSONString(record.cacheStatus, to: &bytes)
             bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// `value` in decimal, with at least `digits` digits (zeros before).
+    static func appendDecimal(_ value: some BinaryInteger, digits: Int = 1, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        // Written from the last digit, then turned around in place.
+        let start = bytes.endIndex
+        var magnitude = value.magnitude
+        while magnitude > 0 || bytes.endIndex - start < digits {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        bytes[start...].reverse()
+    }
+
+    /// `microseconds` as milliseconds with three decimals: `1.234`.
+    private static func appendMilliseconds(_ microseconds: Int64, to bytes: inout [UInt8]) {
+        if microseconds < 0 { bytes.append(UInt8(ascii: "-")) }
+        self.appendDecimal(microseconds.magnitude / 1_000, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        self.appendDecimal(microseconds.magnitude % 1_000, digits: 3, to: &bytes)
     }
 
     /// `text` with control characters (and spaces, unless `keepingSpaces`) as `\xHH`, so that
@@ -214,16 +259,44 @@ final class AccessLogWriter: Sendable {
 
     /// `2026-11-26T11:07:05.412Z`.
     static func timestamp(_ seconds: Double) -> String {
-        var whole = time_t(seconds.rounded(.down))
-        let milliseconds = min(999, Int((seconds - seconds.rounded(.down)) * 1_000))
-        var parts = tm()
-        gmtime_r(&whole, &parts)
-        func padded(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        var clock = LineClock()
+        var bytes: [UInt8] = []
+        clock.append(seconds, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Writes a line's time, `2026-11-26T11:07:05.412Z`, its date and time of day made once a
+/// second: lines come in the order they were answered, many in each second.
+struct LineClock {
+    private var second: time_t?
+    /// `2026-11-26T11:07:05.` for ``second``.
+    private var written: [UInt8] = []
+
+    mutating func append(_ seconds: Double, to bytes: inout [UInt8]) {
+        let whole = time_t(seconds.rounded(.down))
+        if whole != self.second {
+            self.second = whole
+            var time = whole
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            self.written.removeAll(keepingCapacity: true)
+            AccessLogWriter.appendDecimal(parts.tm_year + 1_900, digits: 4, to: &self.written)
+            self.written.append(UInt8(ascii: "-"))
+            AccessLogWriter.appendDecimal(parts.tm_mon + 1, digits: 2, to: &self.written)
+            self.written.append(UInt8(ascii: "-"))
+            AccessLogWriter.appendDecimal(parts.tm_mday, digits: 2, to: &self.written)
+            self.written.append(UInt8(ascii: "T"))
+            AccessLogWriter.appendDecimal(parts.tm_hour, digits: 2, to: &self.written)
+            self.written.append(UInt8(ascii: ":"))
+            AccessLogWriter.appendDecimal(parts.tm_min, digits: 2, to: &self.written)
+            self.written.append(UInt8(ascii: ":"))
+            AccessLogWriter.appendDecimal(parts.tm_sec, digits: 2, to: &self.written)
+            self.written.append(UInt8(ascii: "."))
         }
-        return "\(padded(parts.tm_year + 1_900, 4))-\(padded(parts.tm_mon + 1, 2))-\(padded(parts.tm_mday, 2))T"
-            + "\(padded(parts.tm_hour, 2)):\(padded(parts.tm_min, 2)):\(padded(parts.tm_sec, 2))."
-            + "\(padded(Int32(milliseconds), 3))Z"
+        bytes += self.written
+        let milliseconds = min(999, max(0, Int((seconds - seconds.rounded(.down)) * 1_000)))
+        AccessLogWriter.appendDecimal(milliseconds, digits: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
     }
 }

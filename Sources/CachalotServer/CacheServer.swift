@@ -364,7 +364,7 @@ extension CacheServer {
         accessLog.append(
             AccessLogRecord(
                 time: Date().timeIntervalSince1970,
-                client: request.client.address,
+                client: request.client.ip,
                 method: request.head.method.spelling,
                 target: request.head.uri,
                 status: status,

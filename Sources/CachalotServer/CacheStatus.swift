@@ -96,14 +96,29 @@ struct CacheStatus: Sendable, CustomStringConvertible {
     }
 
     var description: String {
-        var value = self.name
+        // Grown once: a hit makes one for every answer.
+        var value = ""
+        value.reserveCapacity(self.name.utf8.count + 64)
+        value += self.name
         if self.hit { value += "; hit" }
-        if let forward { value += "; fwd=\(forward)" }
-        if let forwardStatus { value += "; fwd-status=\(forwardStatus)" }
-        if let timeToLive { value += "; ttl=\(timeToLive)" }
+        if let forward {
+            value += "; fwd="
+            value += forward
+        }
+        if let forwardStatus {
+            value += "; fwd-status="
+            value += String(forwardStatus)
+        }
+        if let timeToLive {
+            value += "; ttl="
+            value += String(timeToLive)
+        }
         if self.stored { value += "; stored" }
         if self.collapsed { value += "; collapsed" }
-        if let detail { value += "; detail=\(Self.item(detail))" }
+        if let detail {
+            value += "; detail="
+            value += Self.item(detail)
+        }
         return value
     }
 

@@ -140,14 +140,20 @@ enum ForwardedFields {
     static func removingHopByHop(_ fields: HTTPFields) -> HTTPFields {
         // Without `Connection`, only the fixed ones can go; most messages have none of them.
         guard fields.contains(where: { Self.isHopByHop($0.name.canonicalName) }) else { return fields }
-        var named: Set<String> = []
-        for value in fields[values: .connection] { named.formUnion(Self.connectionOptions(value)) }
+        let named = Self.namedByConnection(fields)
         return HTTPFields(
             fields.filter { field in
                 let name = field.name.canonicalName
                 return !Self.isHopByHop(name) && !named.contains(name)
             }
         )
+    }
+
+    /// The names of the fields that `fields`' `Connection` lists, lowercased: hop-by-hop too.
+    static func namedByConnection(_ fields: HTTPFields) -> Set<String> {
+        var named: Set<String> = []
+        for value in fields[values: .connection] { named.formUnion(Self.connectionOptions(value)) }
+        return named
     }
 
     /// The field names a `Connection` value lists (RFC 9110 §7.6.1: `#connection-option`),
@@ -163,8 +169,9 @@ enum ForwardedFields {
         }
     }
 
-    /// Whether a field named `name` is hop-by-hop whether or not `Connection` names it.
-    private static func isHopByHop(_ name: String) -> Bool {
+    /// Whether a field named `name` (lowercased) is hop-by-hop whether or not `Connection`
+    /// names it.
+    static func isHopByHop(_ name: String) -> Bool {
         Self.hopByHop.contains(name) || name.hasPrefix("proxy-")
     }
 
@@ -220,5 +227,14 @@ extension UInt8 {
     /// The byte with an ASCII capital letter made small; any other byte as it is.
     var asciiLowercased: UInt8 {
         self >= UInt8(ascii: "A") && self <= UInt8(ascii: "Z") ? self | 0x20 : self
+    }
+}
+
+extension String {
+    /// Whether the string is `lowercased` but for the case of its ASCII letters, as field names
+    /// compare (RFC 9110 §5.1); compared as bytes, without making a lowercased copy.
+    func equalsIgnoringASCIICase(_ lowercased: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        return self.utf8.count == expected.count && zip(self.utf8, expected).allSatisfy { $0.asciiLowercased == $1 }
     }
 }

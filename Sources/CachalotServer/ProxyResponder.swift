@@ -14,7 +14,10 @@ import NIOHTTP1
 /// clients dropped, and the client's `Host` passed on only where it is part of the cache key
 /// (``CacheServer/Configuration/keysHost``). A `HEAD` is sent to the origin as a `GET` so that
 /// its answer can be stored and answer later `GET`s too (as nginx does by default).
-struct ProxyResponder: Responder {
+///
+/// A class: each of a connection's requests uses it, and a copy of its fields would cost a
+/// retain and a release of each.
+final class ProxyResponder: Responder {
     let server: CacheServer
     /// The origin's scheme, authority and base path (without its last `/`), read once.
     private let origin: (scheme: String, authority: String, base: String)
@@ -293,20 +296,27 @@ struct ProxyResponder: Responder {
                 .uriTooLong, "The request target is longer than \(self.configuration.limits.maximumRequestLine) bytes."
             )
         }
-        let hosts = head.headers["host"]
-        if hosts.count > 1 || (head.version.minor >= 1 && hosts.isEmpty) {
+        // Counted without collecting the values: a proxy checks this on every request.
+        var hosts = 0
+        var host: String?
+        for (name, value) in head.headers where name.equalsIgnoringASCIICase("host") {
+            hosts += 1
+            host = value
+        }
+        if hosts > 1 || (head.version.minor >= 1 && hosts == 0) {
             return (.badRequest, "A request must have exactly one Host field (RFC 9112 §3.2).")
         }
-        if let host = hosts.first, !ForwardedFields.isValidHost(host) {
+        if let host, !ForwardedFields.isValidHost(host) {
             return (.badRequest, "The Host field must be a host name or an IP address, and a port (RFC 9112 §3.2).")
         }
         if head.method == .CONNECT {
             return (.notImplemented, "This proxy does not tunnel (CONNECT).")
         }
-        guard self.path(of: head.uri) != nil else {
+        guard head.uri.utf8.first == UInt8(ascii: "/") || self.path(of: head.uri) != nil else {
             return (.badRequest, "The request target must be a path (/…) or an absolute http URL.")
         }
-        guard HTTPRequest.Method(head.method.spelling) != nil else {
+        // NIO's own methods are tokens; only one it does not know needs checking.
+        if case .RAW(value: let method) = head.method, HTTPRequest.Method(method) == nil {
             return (.badRequest, "The method is not a token.")
         }
         return nil
@@ -335,11 +345,17 @@ struct ProxyResponder: Responder {
         let isTrusted = request.client.canonicalIP.map { self.trustedProxies.contains($0) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
-        var fields: [HTTPField] = []
-        for field in ForwardedFields.removingHopByHop(request.fields) {
+        // Made in one pass, in the order the origin gets them: a hit makes this request too, for
+        // its key and its variant.
+        let named = ForwardedFields.namedByConnection(request.fields)
+        var fields = HTTPFields()
+        fields.reserveCapacity(request.fields.count + 6)
+        var hasProto = false
+        for field in request.fields {
             let name = field.name.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
-            guard name != "host", name != "expect", name != "x-forwarded-host",
+            guard !ForwardedFields.isHopByHop(name), !named.contains(name),
+                name != "host", name != "expect", name != "x-forwarded-host",
                 isTrusted || !ForwardedFields.forwarding.contains(name),
                 !(isRead && Self.clientOwned.contains(name))
             else { continue }
@@ -348,6 +364,8 @@ struct ProxyResponder: Responder {
                 guard let value = ForwardedFields.removingHost(from: field.value) else { continue }
                 fields.append(HTTPField(name: field.name, value: value))
             } else {
+                // A trusted proxy's `X-Forwarded-Proto` stays; an untrusted client's went above.
+                if name == "x-forwarded-proto" { hasProto = true }
                 fields.append(field)
             }
         }
@@ -359,24 +377,23 @@ struct ProxyResponder: Responder {
             )
         )
         if let clientIP { fields.append(HTTPField(name: .xForwardedFor, value: clientIP)) }
-        var result = HTTPFields(fields)
-        if !isTrusted || result[.xForwardedProto] == nil { result[.xForwardedProto] = "http" }
+        if !hasProto { fields.append(HTTPField(name: .xForwardedProto, value: "http")) }
         if let keyedHost {
-            result[ForwardedFields.host] = keyedHost
-            result[.xForwardedHost] = keyedHost
+            fields.append(HTTPField(name: ForwardedFields.host, value: keyedHost))
+            fields.append(HTTPField(name: .xForwardedHost, value: keyedHost))
         }
         // A request's `Via` names the client's protocol version; the responses' element is for 1.1.
         let via =
             head.version == .http1_1
             ? self.via : "\(head.version.major).\(head.version.minor) \(self.configuration.name)"
-        result.append(HTTPField(name: .via, value: via))
+        fields.append(HTTPField(name: .via, value: via))
         let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.spelling) ?? .get)
         return HTTPRequest(
             method: method,
             scheme: self.origin.scheme,
             authority: self.origin.authority,
             path: self.origin.base + (self.path(of: head.uri) ?? "/"),
-            headerFields: result
+            headerFields: fields
         )
     }
 

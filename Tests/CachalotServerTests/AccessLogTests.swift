@@ -112,6 +112,28 @@ struct AccessLogTests {
         #expect(line == "1970-01-01T00:00:00.000Z - GET \(target) 200 bytes=0 ms=1.234 cache=cachalot; hit\n")
     }
 
+    @Test("Each line's time is its own, to the millisecond, whether the line before it was in the same second or not")
+    func lineTimes() {
+        var clock = LineClock()
+        var bytes: [UInt8] = []
+        for time in [1_800_000_000.25, 1_800_000_000.75, 1_800_000_001, 1_799_999_999.5, 951_782_400.125] {
+            clock.append(time, to: &bytes)
+            bytes.append(UInt8(ascii: "\n"))
+        }
+        #expect(
+            String(decoding: bytes, as: UTF8.self).split(separator: "\n") == [
+                "2027-01-15T08:00:00.250Z", "2027-01-15T08:00:00.750Z", "2027-01-15T08:00:01.000Z",
+                "2027-01-15T07:59:59.500Z", "2000-02-29T00:00:00.125Z",
+            ]
+        )
+        var numbers: [UInt8] = []
+        for (value, digits) in [(0, 1), (7, 3), (1_234, 1), (1_234, 6), (-42, 1)] {
+            AccessLogWriter.appendDecimal(value, digits: digits, to: &numbers)
+            numbers.append(UInt8(ascii: " "))
+        }
+        #expect(String(decoding: numbers, as: UTF8.self) == "0 007 1234 001234 -42 ")
+    }
+
     @Test("Lines past the buffer's bound are dropped and counted, not waited for; the rest are written at the end")
     func dropsWhenFull() async throws {
         let output = AccessLogOutput()

@@ -50,11 +50,13 @@ struct ProxyForwardingTests {
             "/f",
             headers: [
                 ("Forwarded", "for=6.6.6.6"), ("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example"),
+                ("X-Forwarded-Proto", "https"),
             ]
         )
         let sent = try #require(origin.requests.first)
         #expect(sent.headerFields[values: HTTPField.Name("Forwarded")!] == ["for=127.0.0.1;proto=http"])
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-For")!] == ["127.0.0.1"])
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Proto")!] == ["http"])
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!].isEmpty)
         try await proxy.stop()
     }
@@ -127,6 +129,8 @@ struct ProxyForwardingTests {
             let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
             #expect(forwarded.first == "for=203.0.113.9;proto=https")
             #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Host")!] == (keysHost ? ["www.example"] : []))
+            // A trusted proxy that did not say the protocol: the proxy's own.
+            #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Proto")!] == ["http"])
             #expect(!sent.headerFields.contains { $0.value.contains("evil.example") })
             try await proxy.stop()
         }
@@ -218,12 +222,16 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
-    @Test("From a trusted proxy, Forwarded and X-Forwarded-For are kept and extended")
+    @Test("From a trusted proxy, Forwarded and X-Forwarded-For are kept and extended, and X-Forwarded-Proto kept")
     func trustedForwarding() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "ok") }
         let proxy = try await ProxyHarness(origin: origin) { $0.trustedProxies = ["127.0.0.1"] }
-        _ = try await proxy.send("/f", headers: [("Forwarded", "for=203.0.113.9"), ("X-Forwarded-For", "203.0.113.9")])
+        _ = try await proxy.send(
+            "/f",
+            headers: [("Forwarded", "for=203.0.113.9"), ("X-Forwarded-For", "203.0.113.9"), ("X-Forwarded-Proto", "https")]
+        )
         let sent = try #require(origin.requests.first)
+        #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Proto")!] == ["https"])
         let forwarded = sent.headerFields[values: HTTPField.Name("Forwarded")!]
         #expect(forwarded.first == "for=203.0.113.9")
         #expect(forwarded.count == 2)
