@@ -357,7 +357,8 @@ final class ServerCodec: ChannelDuplexHandler {
     /// Writes `head`: the fields written already, then the others, then its framing field.
     private func writeHead(_ head: PreparedHead, bodyLength: Int?, into buffer: inout ByteBuffer) {
         let saysClose = head.fields.contains { field in
-            field.name.equalsIgnoringASCIICase("connection") && ForwardedFields.connectionOptions(field.value).contains("close")
+            field.name.equalsIgnoringASCIICase("connection")
+                && ForwardedFields.connectionOptions(field.value).contains("close")
         }
         let framing = self.framing(
             head.status,

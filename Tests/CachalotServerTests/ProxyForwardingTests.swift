@@ -228,7 +228,9 @@ struct ProxyForwardingTests {
         let proxy = try await ProxyHarness(origin: origin) { $0.trustedProxies = ["127.0.0.1"] }
         _ = try await proxy.send(
             "/f",
-            headers: [("Forwarded", "for=203.0.113.9"), ("X-Forwarded-For", "203.0.113.9"), ("X-Forwarded-Proto", "https")]
+            headers: [
+                ("Forwarded", "for=203.0.113.9"), ("X-Forwarded-For", "203.0.113.9"), ("X-Forwarded-Proto", "https"),
+            ]
         )
         let sent = try #require(origin.requests.first)
         #expect(sent.headerFields[values: HTTPField.Name("X-Forwarded-Proto")!] == ["https"])
