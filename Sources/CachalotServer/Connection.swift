@@ -11,8 +11,6 @@ import NIOHTTP1
 /// removed here: it is never part of the key nor sent on.
 struct ServerRequest: Sendable {
     var head: HTTPRequestHead
-    /// The head's fields as swift-http-types has them, made once.
-    let fields: HTTPFields
     var body: ByteBuffer?
     /// Who sent it.
     var client: Client
@@ -25,16 +23,21 @@ struct ServerRequest: Sendable {
         if let fragment = head.uri.utf8.firstIndex(of: UInt8(ascii: "#")) {
             self.head.uri = String(head.uri[..<fragment])
         }
+        self.body = body
+        self.client = client
+    }
+
+    /// The head's fields as swift-http-types has them, made when asked for: a hit needs none of
+    /// them but those the origin would get (``ProxyResponder/upstreamRequest(for:)``).
+    var fields: HTTPFields {
         var fields = HTTPFields()
-        fields.reserveCapacity(head.headers.count)
-        for (name, value) in head.headers {
+        fields.reserveCapacity(self.head.headers.count)
+        for (name, value) in self.head.headers {
             // NIO's parser admits only tokens as names: none is dropped here.
             guard let name = HTTPField.Name(name) else { continue }
             fields.append(HTTPField(name: name, value: value))
         }
-        self.fields = fields
-        self.body = body
-        self.client = client
+        return fields
     }
 }
 

@@ -216,8 +216,7 @@ final class ProxyResponder: Responder {
     private func evaluatesClientConditions(_ request: ServerRequest, status: Int) -> Bool {
         let method = request.head.method
         guard method == .GET || method == .HEAD else { return true }
-        return (200..<300).contains(status)
-            && request.fields.contains { Self.clientOwned.contains($0.name.canonicalName) }
+        return (200..<300).contains(status) && request.head.headers.contains { Self.isClientOwned($0.name) }
     }
 
     /// Logs and counts a response that went.
@@ -347,12 +346,15 @@ final class ProxyResponder: Responder {
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
         // Made in one pass, in the order the origin gets them: a hit makes this request too, for
         // its key and its variant.
-        let named = ForwardedFields.namedByConnection(request.fields)
+        let named = head.headers.contains(name: "connection") ? ForwardedFields.namedByConnection(request.fields) : []
         var fields = HTTPFields()
-        fields.reserveCapacity(request.fields.count + 6)
+        fields.reserveCapacity(head.headers.count + 6)
         var hasProto = false
-        for field in request.fields {
-            let name = field.name.canonicalName
+        // Read from NIO's fields: the client's own, converted, are made only if asked for.
+        for (spelling, value) in head.headers {
+            // NIO's parser admits only tokens as names: none is dropped here.
+            guard let fieldName = HTTPField.Name(spelling) else { continue }
+            let name = fieldName.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
             guard !ForwardedFields.isHopByHop(name), !named.contains(name),
                 name != "host", name != "expect", name != "x-forwarded-host",
@@ -361,12 +363,12 @@ final class ProxyResponder: Responder {
             else { continue }
             if name == "forwarded" {
                 // A trusted proxy's elements, without the host it was asked for.
-                guard let value = ForwardedFields.removingHost(from: field.value) else { continue }
-                fields.append(HTTPField(name: field.name, value: value))
+                guard let kept = ForwardedFields.removingHost(from: value) else { continue }
+                fields.append(HTTPField(name: fieldName, value: kept))
             } else {
                 // A trusted proxy's `X-Forwarded-Proto` stays; an untrusted client's went above.
                 if name == "x-forwarded-proto" { hasProto = true }
-                fields.append(field)
+                fields.append(HTTPField(name: fieldName, value: value))
             }
         }
         fields.append(
@@ -420,6 +422,21 @@ final class ProxyResponder: Responder {
     private static let clientOwned: Set<String> = [
         "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
+
+    /// Whether the field name `name`, in any case, is one of ``clientOwned``: read as bytes,
+    /// since every hit asks.
+    private static func isClientOwned(_ name: String) -> Bool {
+        switch name.utf8.first {
+        case UInt8(ascii: "i"), UInt8(ascii: "I"):
+            name.equalsIgnoringASCIICase("if-none-match") || name.equalsIgnoringASCIICase("if-modified-since")
+                || name.equalsIgnoringASCIICase("if-match") || name.equalsIgnoringASCIICase("if-unmodified-since")
+                || name.equalsIgnoringASCIICase("if-range")
+        case UInt8(ascii: "r"), UInt8(ascii: "R"):
+            name.equalsIgnoringASCIICase("range")
+        default:
+            false
+        }
+    }
 
     // MARK: - The response
 
