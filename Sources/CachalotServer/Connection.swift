@@ -51,15 +51,21 @@ struct Client: Sendable {
     /// ``ip`` in its one spelling per address (``ForwardedFields/canonicalAddress(_:)``), as
     /// trusted proxies are compared.
     let canonicalIP: String?
-    /// Its `Forwarded` element when no host is passed on (see
-    /// ``ForwardedFields/forwardedElement(for:host:proto:)``).
-    let forwarded: String
+    /// Its `Forwarded` field when no host is passed on (see
+    /// ``ForwardedFields/forwardedElement(for:host:proto:)``), and its `X-Forwarded-For`: the
+    /// same for each of its requests, made once.
+    let forwarded: HTTPField
+    let forwardedFor: HTTPField?
 
     init(_ address: SocketAddress?) {
         self.address = address
         self.ip = address?.ipAddress
         self.canonicalIP = self.ip.map(ForwardedFields.canonicalAddress)
-        self.forwarded = ForwardedFields.forwardedElement(for: self.ip, host: nil, proto: "http")
+        self.forwarded = HTTPField(
+            name: .forwarded,
+            value: ForwardedFields.forwardedElement(for: self.ip, host: nil, proto: "http")
+        )
+        self.forwardedFor = self.ip.map { HTTPField(name: .xForwardedFor, value: $0) }
     }
 }
 

@@ -25,8 +25,11 @@ final class ProxyResponder: Responder {
     private let images: ImageResponder?
     /// ``CacheServer/Configuration/trustedProxies``, each address in its canonical spelling.
     private let trustedProxies: Set<String>
-    /// The proxy's element of `Via` in its responses.
+    /// The proxy's element of `Via` in its responses, and as the field of a request over HTTP/1.1.
     private let via: String
+    private let viaField: HTTPField
+    /// The `X-Forwarded-Proto` the proxy sends: it listens over plain HTTP.
+    private static let forwardedProto = HTTPField(name: .xForwardedProto, value: "http")
 
     init(server: CacheServer) {
         self.server = server
@@ -42,6 +45,7 @@ final class ProxyResponder: Responder {
         }
         self.trustedProxies = Set(server.configuration.trustedProxies.map(ForwardedFields.canonicalAddress))
         self.via = "1.1 \(server.configuration.name)"
+        self.viaField = HTTPField(name: .via, value: self.via)
     }
 
     private var configuration: CacheServer.Configuration { self.server.configuration }
@@ -372,23 +376,25 @@ final class ProxyResponder: Responder {
             }
         }
         fields.append(
-            HTTPField(
-                name: .forwarded,
-                value: keyedHost.map { ForwardedFields.forwardedElement(for: clientIP, host: $0, proto: "http") }
-                    ?? request.client.forwarded
-            )
+            keyedHost.map {
+                HTTPField(name: .forwarded, value: ForwardedFields.forwardedElement(for: clientIP, host: $0, proto: "http"))
+            } ?? request.client.forwarded
         )
-        if let clientIP { fields.append(HTTPField(name: .xForwardedFor, value: clientIP)) }
-        if !hasProto { fields.append(HTTPField(name: .xForwardedProto, value: "http")) }
+        if let forwardedFor = request.client.forwardedFor { fields.append(forwardedFor) }
+        if !hasProto { fields.append(Self.forwardedProto) }
         if let keyedHost {
             fields.append(HTTPField(name: ForwardedFields.host, value: keyedHost))
             fields.append(HTTPField(name: .xForwardedHost, value: keyedHost))
         }
         // A request's `Via` names the client's protocol version; the responses' element is for 1.1.
-        let via =
+        fields.append(
             head.version == .http1_1
-            ? self.via : "\(head.version.major).\(head.version.minor) \(self.configuration.name)"
-        fields.append(HTTPField(name: .via, value: via))
+                ? self.viaField
+                : HTTPField(
+                    name: .via,
+                    value: "\(head.version.major).\(head.version.minor) \(self.configuration.name)"
+                )
+        )
         let method = head.method == .HEAD ? .get : (HTTPRequest.Method(head.method.spelling) ?? .get)
         return HTTPRequest(
             method: method,
