@@ -377,7 +377,10 @@ final class ProxyResponder: Responder {
         }
         fields.append(
             keyedHost.map {
-                HTTPField(name: .forwarded, value: ForwardedFields.forwardedElement(for: clientIP, host: $0, proto: "http"))
+                HTTPField(
+                    name: .forwarded,
+                    value: ForwardedFields.forwardedElement(for: clientIP, host: $0, proto: "http")
+                )
             } ?? request.client.forwarded
         )
         if let forwardedFor = request.client.forwardedFor { fields.append(forwardedFor) }
