@@ -256,14 +256,6 @@ final class AccessLogWriter: Sendable {
     }
 
     private static let hex = Array("0123456789abcdef".utf8)
-
-    /// `2026-11-26T11:07:05.412Z`.
-    static func timestamp(_ seconds: Double) -> String {
-        var clock = LineClock()
-        var bytes: [UInt8] = []
-        clock.append(seconds, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }
 
 /// Writes a line's time, `2026-11-26T11:07:05.412Z`, its date and time of day made once a

@@ -363,7 +363,7 @@ final class ProxyResponder: Responder {
             guard !ForwardedFields.isHopByHop(name), !named.contains(name),
                 name != "host", name != "expect", name != "x-forwarded-host",
                 isTrusted || !ForwardedFields.forwarding.contains(name),
-                !(isRead && Self.clientOwned.contains(name))
+                !(isRead && Self.isClientOwned(name))
             else { continue }
             if name == "forwarded" {
                 // A trusted proxy's elements, without the host it was asked for.
@@ -428,23 +428,14 @@ final class ProxyResponder: Responder {
 
     /// Fields of a `GET` or `HEAD` that the proxy evaluates itself against whole responses
     /// rather than passing on.
-    private static let clientOwned: Set<String> = [
+    private static let clientOwned: [StaticString] = [
         "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
 
-    /// Whether the field name `name`, in any case, is one of ``clientOwned``: read as bytes,
+    /// Whether the field name `name`, in any case, is one of ``clientOwned``; compared as bytes,
     /// since every hit asks.
     private static func isClientOwned(_ name: String) -> Bool {
-        switch name.utf8.first {
-        case UInt8(ascii: "i"), UInt8(ascii: "I"):
-            name.equalsIgnoringASCIICase("if-none-match") || name.equalsIgnoringASCIICase("if-modified-since")
-                || name.equalsIgnoringASCIICase("if-match") || name.equalsIgnoringASCIICase("if-unmodified-since")
-                || name.equalsIgnoringASCIICase("if-range")
-        case UInt8(ascii: "r"), UInt8(ascii: "R"):
-            name.equalsIgnoringASCIICase("range")
-        default:
-            false
-        }
+        Self.clientOwned.contains { name.equalsIgnoringASCIICase($0) }
     }
 
     // MARK: - The response
