@@ -210,7 +210,11 @@ final class AccessLogWriter: Sendable {
             bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
             magnitude /= 10
         }
-        bytes[start...].reverse()
+        var (low, high) = (start, bytes.endIndex - 1)
+        while low < high {
+            bytes.swapAt(low, high)
+            (low, high) = (low + 1, high - 1)
+        }
     }
 
     /// `microseconds` as milliseconds with three decimals: `1.234`.

@@ -140,7 +140,7 @@ enum ForwardedFields {
     static func removingHopByHop(_ fields: HTTPFields) -> HTTPFields {
         // Without `Connection`, only the fixed ones can go; most messages have none of them.
         guard fields.contains(where: { Self.isHopByHop($0.name.canonicalName) }) else { return fields }
-        let named = Self.namedByConnection(fields)
+        let named = Self.namedByConnection(fields[values: .connection])
         return HTTPFields(
             fields.filter { field in
                 let name = field.name.canonicalName
@@ -149,10 +149,11 @@ enum ForwardedFields {
         )
     }
 
-    /// The names of the fields that `fields`' `Connection` lists, lowercased: hop-by-hop too.
-    static func namedByConnection(_ fields: HTTPFields) -> Set<String> {
+    /// The names of the fields that the `Connection` fields with `values` list, lowercased:
+    /// hop-by-hop too.
+    static func namedByConnection(_ values: some Sequence<String>) -> Set<String> {
         var named: Set<String> = []
-        for value in fields[values: .connection] { named.formUnion(Self.connectionOptions(value)) }
+        for value in values { named.formUnion(Self.connectionOptions(value)) }
         return named
     }
 
@@ -234,7 +235,8 @@ extension String {
     /// Whether the string is `lowercased` but for the case of its ASCII letters, as field names
     /// compare (RFC 9110 §5.1); compared as bytes, without making a lowercased copy.
     func equalsIgnoringASCIICase(_ lowercased: StaticString) -> Bool {
-        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
-        return self.utf8.count == expected.count && zip(self.utf8, expected).allSatisfy { $0.asciiLowercased == $1 }
+        lowercased.withUTF8Buffer { expected in
+            self.utf8.count == expected.count && zip(self.utf8, expected).allSatisfy { $0.asciiLowercased == $1 }
+        }
     }
 }

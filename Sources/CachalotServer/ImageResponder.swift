@@ -88,7 +88,9 @@ struct ImageResponder: Sendable {
         guard let url = self.sourceURL(image.source) else {
             throw Refusal(status: .forbidden, detail: "foreign-source", message: "The source is not on the origin.")
         }
-        let accepted = image.format == nil ? ImageRequest.accepted(request.fields[.accept]) : []
+        // Converted once: the format's negotiation and the client's preconditions read them.
+        let fields = request.fields
+        let accepted = image.format == nil ? ImageRequest.accepted(fields[.accept]) : []
         do {
             let encoded = try await self.pipeline.encodedImage(
                 for: url,
@@ -139,7 +141,7 @@ struct ImageResponder: Sendable {
                 scheme: nil,
                 authority: nil,
                 path: "/",
-                headerFields: request.fields
+                headerFields: fields
             )
             if Preconditions.evaluate(conditional, against: response) == .notModified {
                 var notModified = Preconditions.notModified(from: response)

@@ -155,7 +155,10 @@ final class ProxyResponder: Responder {
         /// The head as the client gets it.
         var head: ClientHead
         var body: Body
-        var cacheStatus: CacheStatus
+        /// Its `Cache-Status` member, as the head and the access log have it.
+        var cacheStatus: String
+        /// Whether the cache answered it itself (RFC 9211's `hit`).
+        var isHit: Bool
         /// Whether the connection may stay open after it: an HTTP/1.0 client learns where a body
         /// of unknown length ends by the connection closing.
         var keepsAlive: Bool
@@ -174,44 +177,52 @@ final class ProxyResponder: Responder {
     /// The response to send for `answer`, its fields as the client gets them (see
     /// ``ClientHead``).
     private func reply(to request: ServerRequest, with answer: ResourceStream) -> Reply {
-        let cacheStatus = CacheStatus(name: self.configuration.name, answer: answer)
+        let status = CacheStatus(name: self.configuration.name, answer: answer)
+        let cacheStatus = status.description
         let (response, body) = self.content(for: request, with: answer.response, length: answer.length)
         var head = ClientHead(response, knownLength: answer.length != nil, via: self.via)
-        head.finish(age: nil, cacheStatus: cacheStatus.description)
-        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
+        head.finish(age: nil, cacheStatus: cacheStatus)
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus, isHit: status.hit)
     }
 
     /// The response to send for `resource`, a whole answer from the cache. Unless the client's
     /// own preconditions or `Range` make another response of it, its head is the one kept with
     /// the stored response, with its `Age`, `Date` if it has none, and `Cache-Status` added.
     private func reply(to request: ServerRequest, with resource: Resource) -> Reply {
-        let cacheStatus = CacheStatus(name: self.configuration.name, resource: resource)
+        let status = CacheStatus(name: self.configuration.name, resource: resource)
+        let cacheStatus = status.description
         var head: ClientHead
         let body: Body
         if self.evaluatesClientConditions(request, status: resource.statusCode) {
             let response: HTTPResponse
             (response, body) = self.content(for: request, with: resource.response, length: resource.body.count)
             head = ClientHead(response, knownLength: true, via: self.via)
-            head.finish(age: nil, cacheStatus: cacheStatus.description)
+            head.finish(age: nil, cacheStatus: cacheStatus)
         } else {
             head = resource.derivedFromHead { [via = self.via] in
                 ClientHead($0, knownLength: true, via: via).writingKeptFields()
             }
             if head.via == self.via {
-                head.finish(age: resource.age, cacheStatus: cacheStatus.description)
+                head.finish(age: resource.age, cacheStatus: cacheStatus)
             } else {
                 // Kept by a server of another name that shares the loader: made again, not kept.
                 head = ClientHead(resource.response, knownLength: true, via: self.via)
-                head.finish(age: nil, cacheStatus: cacheStatus.description)
+                head.finish(age: nil, cacheStatus: cacheStatus)
             }
             body = request.head.method == .HEAD ? .none : .whole
         }
-        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus, isHit: status.hit)
     }
 
-    private func reply(to request: ServerRequest, head: ClientHead, body: Body, cacheStatus: CacheStatus) -> Reply {
+    private func reply(
+        to request: ServerRequest,
+        head: ClientHead,
+        body: Body,
+        cacheStatus: String,
+        isHit: Bool
+    ) -> Reply {
         let keepsAlive = request.head.version.minor >= 1 || head.hasContentLength
-        return Reply(head: head, body: body, cacheStatus: cacheStatus, keepsAlive: keepsAlive)
+        return Reply(head: head, body: body, cacheStatus: cacheStatus, isHit: isHit, keepsAlive: keepsAlive)
     }
 
     /// Whether the client's own preconditions and `Range` are to be evaluated against an answer
@@ -225,15 +236,14 @@ final class ProxyResponder: Responder {
 
     /// Logs and counts a response that went.
     private func finish(_ reply: Reply, to request: ServerRequest, bytes: Int, since started: ContinuousClock.Instant) {
-        let status = reply.cacheStatus
         self.server.log(
             request,
             status: Int(reply.head.status.code),
-            cacheStatus: status.description,
+            cacheStatus: reply.cacheStatus,
             bytes: bytes,
             since: started
         )
-        self.server.metrics?.request(status.hit ? .hit : .forward, bytes: bytes)
+        self.server.metrics?.request(reply.isHit ? .hit : .forward, bytes: bytes)
     }
 
     /// The answer's `response` itself, or what the client's own preconditions and `Range` make
@@ -315,7 +325,7 @@ final class ProxyResponder: Responder {
         if head.method == .CONNECT {
             return (.notImplemented, "This proxy does not tunnel (CONNECT).")
         }
-        guard head.uri.utf8.first == UInt8(ascii: "/") || self.path(of: head.uri) != nil else {
+        guard self.path(of: head.uri) != nil else {
             return (.badRequest, "The request target must be a path (/…) or an absolute http URL.")
         }
         // NIO's own methods are tokens; only one it does not know needs checking.
@@ -348,13 +358,12 @@ final class ProxyResponder: Responder {
         let isTrusted = request.client.canonicalIP.map { self.trustedProxies.contains($0) } ?? false
         let isRead = head.method == .GET || head.method == .HEAD
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
-        // Made in one pass, in the order the origin gets them: a hit makes this request too, for
-        // its key and its variant.
-        let named = head.headers.contains(name: "connection") ? ForwardedFields.namedByConnection(request.fields) : []
+        // Made in one pass over NIO's fields, in the order the origin gets them: a hit makes this
+        // request too, for its key and its variant, and needs no other conversion of them.
+        let named = ForwardedFields.namedByConnection(head.headers["connection"])
         var fields = HTTPFields()
         fields.reserveCapacity(head.headers.count + 6)
         var hasProto = false
-        // Read from NIO's fields: the client's own, converted, are made only if asked for.
         for (spelling, value) in head.headers {
             // NIO's parser admits only tokens as names: none is dropped here.
             guard let fieldName = HTTPField.Name(spelling) else { continue }

@@ -110,6 +110,12 @@ struct AccessLogTests {
         let line = String(decoding: text, as: UTF8.self)
         let target = #"/a"b\x5cc\x01d\x0ae\x20é"#
         #expect(line == "1970-01-01T00:00:00.000Z - GET \(target) 200 bytes=0 ms=1.234 cache=cachalot; hit\n")
+        // Under a millisecond, the milliseconds keep their three decimals.
+        var quick = record
+        quick.microseconds = 5
+        var quickText: [UInt8] = []
+        AccessLogWriter.append(quick, as: .text, to: &quickText)
+        #expect(String(decoding: quickText, as: UTF8.self).contains(" ms=0.005 "))
     }
 
     @Test("Each line's time is its own, to the millisecond, whether the line before it was in the same second or not")

@@ -56,6 +56,12 @@ struct ProxyConditionalRangeTests {
         #expect(whole.text == Self.body)
         #expect(whole.cacheStatus.hasPrefix("cachalot; hit"))
         #expect(origin.requests.count == 1)
+        // A field name is a field name in any case: neither goes to the origin.
+        let other = try await proxy.send("/m2", headers: [("if-NONE-match", "\"v1\""), ("RANGE", "bytes=0-1")])
+        #expect(other.status == 304)
+        #expect(origin.requests.count == 2)
+        #expect(origin.requests.last?.headerFields[.ifNoneMatch] == nil)
+        #expect(origin.requests.last?.headerFields[.range] == nil)
         try await proxy.stop()
     }
 

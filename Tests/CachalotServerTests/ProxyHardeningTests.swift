@@ -26,6 +26,7 @@ struct ProxyHardeningTests {
         ("two Host fields", "GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"),
         ("two Host fields spelt in other cases", "GET /a HTTP/1.1\r\nHOST: x\r\nhost: y\r\n\r\n"),
         ("a Host field in capitals that is not a host", "GET /a HTTP/1.1\r\nHOST: x/y\r\n\r\n"),
+        ("a target whose slash a combining mark follows", "GET /\u{0338}x HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("no Host field in HTTP/1.1", "GET /a HTTP/1.1\r\n\r\n"),
         ("an asterisk target for GET", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"),
     ]
