@@ -170,12 +170,7 @@ final class AccessLogWriter: Sendable {
             self.appendVisible(record.method, to: &bytes)
             bytes.append(UInt8(ascii: " "))
             self.appendVisible(record.target, to: &bytes)
-            bytes.append(UInt8(ascii: " "))
-            self.appendDecimal(record.status, to: &bytes)
-            bytes += " bytes=".utf8
-            self.appendDecimal(record.bytes, to: &bytes)
-            bytes += " ms=".utf8
-            self.appendMilliseconds(record.microseconds, to: &bytes)
+            self.appendFigures(record, labels: (" ", " bytes=", " ms="), to: &bytes)
             bytes += " cache=".utf8
             self.appendVisible(record.cacheStatus, to: &bytes, keepingSpaces: true)
         case .json:
@@ -187,17 +182,26 @@ final class AccessLogWriter: Sendable {
             self.appendJSONString(record.method, to: &bytes)
             bytes += ",\"target\":".utf8
             self.appendJSONString(record.target, to: &bytes)
-            bytes += ",\"status\":".utf8
-            self.appendDecimal(record.status, to: &bytes)
-            bytes += ",\"bytes\":".utf8
-            self.appendDecimal(record.bytes, to: &bytes)
-            bytes += ",\"ms\":".utf8
-            self.appendMilliseconds(record.microseconds, to: &bytes)
+            self.appendFigures(record, labels: (",\"status\":", ",\"bytes\":", ",\"ms\":"), to: &bytes)
             bytes += ",\"cache\":".utf8
             self.appendJSONString(record.cacheStatus, to: &bytes)
             bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// The record's status, body bytes and milliseconds, each after its label in the format.
+    private static func appendFigures(
+        _ record: AccessLogRecord,
+        labels: (status: StaticString, bytes: StaticString, milliseconds: StaticString),
+        to bytes: inout [UInt8]
+    ) {
+        labels.status.withUTF8Buffer { bytes += $0 }
+        self.appendDecimal(record.status, to: &bytes)
+        labels.bytes.withUTF8Buffer { bytes += $0 }
+        self.appendDecimal(record.bytes, to: &bytes)
+        labels.milliseconds.withUTF8Buffer { bytes += $0 }
+        self.appendMilliseconds(record.microseconds, to: &bytes)
     }
 
     /// `value` in decimal, with at least `digits` digits (zeros before).
