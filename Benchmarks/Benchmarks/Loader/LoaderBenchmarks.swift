@@ -130,14 +130,30 @@ func timedOneByOne(
 
 /// Ten misses through `loader`, each load's background work (its disk write) settled, untimed,
 /// before the next, against the same requests through the transport alone, in alternating order.
-func settledMisses(through loader: ResourceLoader, _ fixtures: Fixtures, _ iteration: Int) async throws -> Int {
+/// With `idle`, both sides wait that long, untimed, after each load as well: what the kernel
+/// and the threads do after a load is then over before the next.
+func settledMisses(
+    through loader: ResourceLoader,
+    _ fixtures: Fixtures,
+    _ iteration: Int,
+    idle: Duration? = nil
+) async throws -> Int {
     let requests = fixtures.requests.prefix(10)
+    let pause: () async -> Void = { if let idle { try? await Task.sleep(for: idle) } }
     return try await timedInAlternatingOrder(iteration) {
-        try await timedOneByOne(requests, settle: { await loader.waitForBackgroundWork() }) {
+        try await timedOneByOne(
+            requests,
+            settle: {
+                await loader.waitForBackgroundWork()
+                await pause()
+            }
+        ) {
             blackHole(try await loader.load($0))
         }
     } timingBaseline: {
-        try await timedOneByOne(requests) { blackHole(try await readAll(fixtures.transport.send($0, body: nil))) }
+        try await timedOneByOne(requests, settle: pause) {
+            blackHole(try await readAll(fixtures.transport.send($0, body: nil)))
+        }
     }
 }
 
@@ -254,6 +270,33 @@ let benchmarks: @Sendable () -> Void = {
         let fixtures = fixtures!
         iteration += 1
         benchmark.measurement(ratio, try await settledMisses(through: fixtures.memoryMissLoader, fixtures, iteration))
+    }
+
+    // The two above with 20 ms idle after each load, on both sides: the disk tier's share of
+    // the first that is the write's aftermath, felt by whatever load comes next.
+    Benchmark(
+        "miss answered, its disk write settled and 20 ms idle before the next, against the transport alone, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        benchmark.measurement(
+            ratio,
+            try await settledMisses(through: fixtures.missLoader, fixtures, iteration, idle: .milliseconds(20))
+        )
+    }
+    Benchmark(
+        "miss answered with no disk tier, settled and 20 ms idle before the next, against the transport alone, same iteration",
+        configuration: ratioConfiguration
+    ) {
+        benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        benchmark.measurement(
+            ratio,
+            try await settledMisses(through: fixtures.memoryMissLoader, fixtures, iteration, idle: .milliseconds(20))
+        )
     }
 
     // The same misses with no disk tier: what writing each response to disk after answering
