@@ -249,55 +249,41 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(ratio, measured)
     }
 
+    /// Ten settled misses through the loader `loader` picks (``settledMisses(through:_:_:idle:)``).
+    func settledMissBenchmark(
+        _ name: String,
+        idle: Duration? = nil,
+        through loader: @escaping @Sendable (Fixtures) -> ResourceLoader
+    ) {
+        Benchmark(name, configuration: ratioConfiguration) { benchmark in
+            let fixtures = fixtures!
+            iteration += 1
+            benchmark.measurement(
+                ratio,
+                try await settledMisses(through: loader(fixtures), fixtures, iteration, idle: idle)
+            )
+        }
+    }
+
     // A miss's answer alone: the disk write it leaves behind finishes, untimed, before the
     // next load, as it does in an app that is not loading without pause.
-    Benchmark(
-        "miss answered, its disk write settled before the next, against the transport alone, same iteration",
-        configuration: ratioConfiguration
-    ) {
-        benchmark in
-        let fixtures = fixtures!
-        iteration += 1
-        benchmark.measurement(ratio, try await settledMisses(through: fixtures.missLoader, fixtures, iteration))
-    }
-
+    settledMissBenchmark(
+        "miss answered, its disk write settled before the next, against the transport alone, same iteration"
+    ) { $0.missLoader }
     // The same with no disk tier: what is left of a miss's cost when nothing is written.
-    Benchmark(
-        "miss answered with no disk tier, settled before the next, against the transport alone, same iteration",
-        configuration: ratioConfiguration
-    ) {
-        benchmark in
-        let fixtures = fixtures!
-        iteration += 1
-        benchmark.measurement(ratio, try await settledMisses(through: fixtures.memoryMissLoader, fixtures, iteration))
-    }
-
-    // The two above with 20 ms idle after each load, on both sides: the disk tier's share of
-    // the first that is the write's aftermath, felt by whatever load comes next.
-    Benchmark(
+    settledMissBenchmark(
+        "miss answered with no disk tier, settled before the next, against the transport alone, same iteration"
+    ) { $0.memoryMissLoader }
+    // The two above with 20 ms idle after each load, on both sides: how much of the disk tier's
+    // share is the write's aftermath, felt by whatever load comes next (on 2026-11-28, little).
+    settledMissBenchmark(
         "miss answered, its disk write settled and 20 ms idle before the next, against the transport alone, same iteration",
-        configuration: ratioConfiguration
-    ) {
-        benchmark in
-        let fixtures = fixtures!
-        iteration += 1
-        benchmark.measurement(
-            ratio,
-            try await settledMisses(through: fixtures.missLoader, fixtures, iteration, idle: .milliseconds(20))
-        )
-    }
-    Benchmark(
+        idle: .milliseconds(20)
+    ) { $0.missLoader }
+    settledMissBenchmark(
         "miss answered with no disk tier, settled and 20 ms idle before the next, against the transport alone, same iteration",
-        configuration: ratioConfiguration
-    ) {
-        benchmark in
-        let fixtures = fixtures!
-        iteration += 1
-        benchmark.measurement(
-            ratio,
-            try await settledMisses(through: fixtures.memoryMissLoader, fixtures, iteration, idle: .milliseconds(20))
-        )
-    }
+        idle: .milliseconds(20)
+    ) { $0.memoryMissLoader }
 
     // The same misses with no disk tier: what writing each response to disk after answering
     // costs the next loads on this machine's two cores.
