@@ -42,6 +42,29 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
+    @Test("The client's fields reach the origin in the order they came, repeated lines too, and the proxy's after them")
+    func fieldOrder() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let client = [
+            ("X-A", "1"), ("Accept", "text/html"), ("X-B", "2"), ("Accept", "image/webp"), ("X-A", "3"),
+        ]
+        _ = try await proxy.send("/order", headers: client)
+        let sent = try #require(origin.requests.first).headerFields.map { ($0.name.canonicalName, $0.value) }
+        let clientNames: Set<String> = ["x-a", "accept", "x-b"]
+        // RFC 9110 §5.3: the lines of one field name are one list, in order.
+        #expect(
+            sent.filter { clientNames.contains($0.0) }.map { "\($0.0): \($0.1)" }
+                == client.map { "\($0.0.lowercased()): \($0.1)" }
+        )
+        let lastClient = try #require(sent.lastIndex { clientNames.contains($0.0) })
+        for name in ["forwarded", "x-forwarded-for", "x-forwarded-proto", "via"] {
+            let index = try #require(sent.firstIndex { $0.0 == name }, "\(name) did not reach the origin")
+            #expect(index > lastClient, "\(name) came before the client's own fields")
+        }
+        try await proxy.stop()
+    }
+
     @Test("A client's Forwarded and X-Forwarded-* fields are replaced by the proxy's own, without its Host")
     func untrustedForwarding() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "ok") }
