@@ -130,8 +130,8 @@ func timedOneByOne(
 
 /// Ten misses through `loader`, each load's background work (its disk write) settled, untimed,
 /// before the next, against the same requests through the transport alone, in alternating order.
-/// With `idle`, both sides wait that long, untimed, after each load as well: what the kernel
-/// and the threads do after a load is then over before the next.
+/// With `idle`, both sides wait that long, untimed, after each load as well, so that what a
+/// load leaves running (in the kernel or the threads) has time to end before the next.
 func settledMisses(
     through loader: ResourceLoader,
     _ fixtures: Fixtures,
