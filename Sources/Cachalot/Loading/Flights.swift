@@ -207,8 +207,7 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         // before the run counts as ended, not when the task's closure happens to be freed.
         let operation = Claim(operation)
         let task = Task {
-            let result = await Self.perform(operation.take(), run)
-            self.finish(key, run: id, with: result)
+            await self.perform(operation.take(), run, key: key)
             guard !run.afterAnswering.isEmpty else {
                 self.running.end()
                 return
@@ -230,16 +229,25 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         if isAbandoned { task.cancel() }
     }
 
-    private static func perform(
+    /// Runs `operation` and gives its callers the result. What it returned is let go when this
+    /// returns, before the run counts as ended: the answer may hold a file open, and a caller
+    /// that waited for the loader's work to end may remove the file system it is on.
+    private func perform(
         _ operation: (@Sendable (Run) async throws -> Value)?,
-        _ run: Run
-    ) async -> Result<Value, any Error> {
-        guard let operation else { return .failure(CancellationError()) }
-        do {
-            return .success(try await operation(run))
-        } catch {
-            return .failure(error)
+        _ run: Run,
+        key: Key
+    ) async {
+        let result: Result<Value, any Error>
+        if let operation {
+            do {
+                result = .success(try await operation(run))
+            } catch {
+                result = .failure(error)
+            }
+        } else {
+            result = .failure(CancellationError())
         }
+        self.finish(key, run: run.id, with: result)
     }
 
     /// Changes the priority of one caller of the run for `key`; the run takes the priority of
@@ -340,7 +348,12 @@ package final class DeferredWork: Sendable {
         self.work.withLock { $0.isEmpty }
     }
 
+    /// Does the work added, and lets go of it (and what it holds) before returning.
     func run() {
-        for work in self.work.withLock({ $0 }) { work() }
+        let work = self.work.withLock { work in
+            defer { work = [] }
+            return work
+        }
+        for item in work { item() }
     }
 }

@@ -20,6 +20,11 @@ package final class PendingWork: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Whether no work is counted now: for tests.
+    package var isIdle: Bool {
+        self.state.withLock { $0.count == 0 }
+    }
+
     package func waitUntilIdle() async {
         await withCheckedContinuation { continuation in
             let isIdle = self.state.withLock { state in

@@ -72,11 +72,13 @@ final class OrderedWrites: Sendable {
             return !state.isDraining
         }
         guard claimed else { return }
-        var made: Write?
+        // The bytes of the write made last: the write itself (and what its closure holds) is let
+        // go before it counts as made.
+        var made: Int?
         while true {
             let (next, ready) = self.state.withLock { state -> (Write?, [CheckedContinuation<Void, Never>]) in
                 if let made {
-                    state.backlog -= made.bytes
+                    state.backlog -= made
                     state.made += 1
                 }
                 var ready: [CheckedContinuation<Void, Never>] = []
@@ -96,7 +98,7 @@ final class OrderedWrites: Sendable {
             for waiter in ready { waiter.resume() }
             guard let next else { return }
             next.make()
-            made = next
+            made = next.bytes
         }
     }
 

@@ -26,8 +26,8 @@ final class SharedWrites: Sendable {
     }
 
     private struct State {
-        /// The writes queued, from `head` on.
-        var queue: [Write] = []
+        /// The writes queued, from `head` on; those before it were taken, and are let go.
+        var queue: [Write?] = []
         var head = 0
         var backlog = 0
         var running = 0
@@ -39,6 +39,8 @@ final class SharedWrites: Sendable {
         /// The first write queued, taken off the queue.
         mutating func popFirst() -> Write? {
             guard self.head < self.queue.count else { return nil }
+            let first = self.queue[self.head]
+            self.queue[self.head] = nil
             defer {
                 self.head += 1
                 // Taken writes are dropped once they are most of the array.
@@ -47,7 +49,7 @@ final class SharedWrites: Sendable {
                     self.head = 0
                 }
             }
-            return self.queue[self.head]
+            return first
         }
 
         func isSatisfied(key: String?, number: Int) -> Bool {
@@ -92,7 +94,9 @@ final class SharedWrites: Sendable {
 
     /// Makes queued writes until none is left.
     private func work() async {
-        var made: Write?
+        // What is left of the write made last: the write itself (and the body its closure
+        // holds) is let go before it counts as made.
+        var made: (number: Int, key: String, bytes: Int)?
         while true {
             let (next, ready) = self.state.withLock { state -> (Write?, [CheckedContinuation<Void, Never>]) in
                 if let made {
@@ -120,7 +124,7 @@ final class SharedWrites: Sendable {
                 return
             }
             await next.make()
-            made = next
+            made = (next.number, next.key, next.bytes)
         }
     }
 

@@ -20,6 +20,30 @@ struct FlightsTests {
         #expect(observed.withLock { $0 } == .background)
     }
 
+    @Test("what a run returned is let go before the run counts as ended")
+    func resultLetGoBeforeEnd() async throws {
+        let pending = PendingWork()
+        let flights = Flights<String, ReleaseProbe>(counting: pending)
+        let outcome = ReleaseProbe.Outcome()
+        flights.start("key", priority: 0) { _ in ReleaseProbe(counting: pending, noting: outcome) }
+        await pending.waitUntilIdle()
+        #expect(outcome.wasPendingAtRelease == true)
+    }
+
+    @Test("a run's deferred work is let go before the run counts as ended")
+    func deferredWorkLetGoBeforeEnd() async throws {
+        let pending = PendingWork()
+        let flights = Flights<String, Int>(counting: pending)
+        let outcome = ReleaseProbe.Outcome()
+        _ = try await flights.run("key", priority: 0, progress: nil) { run in
+            let probe = ReleaseProbe(counting: pending, noting: outcome)
+            run.afterAnswering.add { _ = probe }
+            return 7
+        }
+        await pending.waitUntilIdle()
+        #expect(outcome.wasPendingAtRelease == true)
+    }
+
     @Test(
         "a run that answers early goes on: a caller that joins it then gets that answer at once, and the run ends when its operation does"
     )

@@ -47,6 +47,22 @@ struct OrderedWritesTests {
         #expect(made.load(ordering: .relaxed) == 2)
     }
 
+    @Test("a write is let go, with what it holds, before it counts as made")
+    func writeLetGoBeforeMade() async {
+        let pending = PendingWork()
+        let writes = OrderedWrites(counting: pending)
+        let outcome = ReleaseProbe.Outcome()
+        Self.enqueueHolding(ReleaseProbe(counting: pending, noting: outcome), into: writes)
+        Task.detached { writes.drain() }
+        await pending.waitUntilIdle()
+        #expect(outcome.wasPendingAtRelease == true)
+    }
+
+    /// Queues a write that holds `probe`, and nothing else does.
+    private static func enqueueHolding(_ probe: ReleaseProbe, into writes: OrderedWrites) {
+        _ = writes.enqueue(bytes: 1) { _ = probe }
+    }
+
     @Test(
         "a task waiting for the backlog resumes once enough of the writes before it are made",
         .timeLimit(.minutes(1))
