@@ -39,6 +39,15 @@ int cachalot_malloc_set_mmap_threshold(size_t bytes) {
 #endif
 }
 
+int cachalot_malloc_set_trim_threshold(size_t bytes) {
+#if defined(__GLIBC__)
+    return bytes > (size_t)0x7fffffff ? 0 : mallopt(M_TRIM_THRESHOLD, (int)bytes);
+#else
+    (void)bytes;
+    return 0;
+#endif
+}
+
 int cachalot_malloc_trim(void) {
 #if defined(__GLIBC__)
     return malloc_trim(0);

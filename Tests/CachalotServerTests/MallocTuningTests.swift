@@ -3,13 +3,19 @@ import Testing
 
 @Suite("malloc's tuning")
 struct MallocTuningTests {
-    @Test("With no glibc variable set, serve's tuning sets 2 arenas and a 128 KiB mmap threshold")
+    @Test(
+        "With no glibc variable set, serve's tuning sets 2 arenas, a 128 KiB mmap threshold and a 4 MiB trim threshold"
+    )
     func serverDefaults() {
-        #expect(MallocTuning.server.settings(environment: [:]) == [.arenaLimit(2), .mmapThreshold(131_072)])
-        #expect(MallocTuning.server.settings(environment: ["MALLOC_ARENA_MAX": ""]).count == 2)
+        #expect(
+            MallocTuning.server.settings(environment: [:]) == [
+                .arenaLimit(2), .mmapThreshold(131_072), .trimThreshold(4_194_304),
+            ]
+        )
+        #expect(MallocTuning.server.settings(environment: ["MALLOC_ARENA_MAX": ""]).count == 3)
         #expect(
             MallocTuning.server.settings(environment: [:]).map(\.description) == [
-                "MALLOC_ARENA_MAX=2", "MALLOC_MMAP_THRESHOLD_=131072",
+                "MALLOC_ARENA_MAX=2", "MALLOC_MMAP_THRESHOLD_=131072", "MALLOC_TRIM_THRESHOLD_=4194304",
             ]
         )
     }
@@ -17,11 +23,12 @@ struct MallocTuningTests {
     @Test(
         "A setting the environment makes itself is left to it",
         arguments: [
-            (["MALLOC_ARENA_MAX": "8"], [MallocTuning.Setting.mmapThreshold(131_072)]),
-            (["MALLOC_MMAP_THRESHOLD_": "65536"], [.arenaLimit(2)]),
-            (["GLIBC_TUNABLES": "glibc.malloc.arena_max=4"], [.mmapThreshold(131_072)]),
+            (["MALLOC_ARENA_MAX": "8"], [MallocTuning.Setting.mmapThreshold(131_072), .trimThreshold(4_194_304)]),
+            (["MALLOC_MMAP_THRESHOLD_": "65536"], [.arenaLimit(2), .trimThreshold(4_194_304)]),
+            (["MALLOC_TRIM_THRESHOLD_": "131072"], [.arenaLimit(2), .mmapThreshold(131_072)]),
+            (["GLIBC_TUNABLES": "glibc.malloc.arena_max=4"], [.mmapThreshold(131_072), .trimThreshold(4_194_304)]),
             (["GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1:glibc.malloc.mmap_threshold=4096"], [.arenaLimit(2)]),
-            (["MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": "1"], []),
+            (["MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": "1", "MALLOC_TRIM_THRESHOLD_": "1"], []),
         ]
     )
     func environmentWins(environment: [String: String], expected: [MallocTuning.Setting]) {
@@ -37,8 +44,12 @@ struct MallocTuningTests {
     @Test("glibc takes the settings; a threshold that does not fit in a C int is refused")
     func applied() {
         // The test process's own allocator: values glibc's defaults allow too.
-        #expect(MallocTuning(arenaLimit: 16, mmapThreshold: 128 << 10).apply(environment: [:]).count == 2)
+        #expect(
+            MallocTuning(arenaLimit: 16, mmapThreshold: 128 << 10, trimThreshold: 128 << 10)
+                .apply(environment: [:]).count == 3
+        )
         #expect(MallocTuning(mmapThreshold: Int(Int32.max) + 1).apply(environment: [:]).isEmpty)
+        #expect(MallocTuning(trimThreshold: Int(Int32.max) + 1).apply(environment: [:]).isEmpty)
     }
     #endif
 }

@@ -31,6 +31,11 @@ int cachalot_malloc_set_arena_limit(int count);
 /// library took it; 0 if it refused, if `bytes` does not fit in an `int`, or if it is not glibc.
 int cachalot_malloc_set_mmap_threshold(size_t bytes);
 
+/// `mallopt(M_TRIM_THRESHOLD, bytes)`: free memory at the top of a heap is given back to the
+/// system once it exceeds `bytes`, not before. Returns 1 if the C library took it; 0 if it
+/// refused, if `bytes` does not fit in an `int`, or if it is not glibc.
+int cachalot_malloc_set_trim_threshold(size_t bytes);
+
 /// `malloc_trim(0)`: gives the system back every whole free page in every arena. Returns 1 if
 /// memory was given back, 0 if none was or the C library is not glibc.
 int cachalot_malloc_trim(void);
