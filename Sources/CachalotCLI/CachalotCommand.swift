@@ -40,7 +40,7 @@ struct CachalotCommand: AsyncParsableCommand {
         // too, but only once it has opened a socket: an answer from the cache opens none.
         signal(SIGPIPE, SIG_IGN)
         // The proxy runs for days: fewer malloc arenas and a fixed mmap threshold keep what
-        // evicted bodies freed from staying resident, and a trim threshold of 4 MiB spares the
+        // evicted bodies freed from staying resident, and a trim threshold of 1 MiB spares the
         // page faults of fresh memory for the buffers of each large answer (docs/serve.md,
         // "Memory"). Set before other threads allocate; glibc's own variables (MALLOC_ARENA_MAX…)
         // win.

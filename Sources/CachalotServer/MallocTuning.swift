@@ -40,9 +40,9 @@ public struct MallocTuning: Sendable, Hashable {
     }
 
     /// What `cachalot serve` uses: 2 arenas, an mmap threshold fixed at 128 KiB, and a trim
-    /// threshold of 4 MiB (each arena keeps up to 4 MiB free at its top, besides what the
+    /// threshold of 1 MiB (each arena keeps up to 1 MiB free at its top, besides what the
     /// periodic ``MallocTrimmer`` gives back).
-    public static let server = MallocTuning(arenaLimit: 2, mmapThreshold: 128 << 10, trimThreshold: 4 << 20)
+    public static let server = MallocTuning(arenaLimit: 2, mmapThreshold: 128 << 10, trimThreshold: 1 << 20)
 
     /// One setting, as ``settings(environment:)`` lists it.
     public enum Setting: Sendable, Hashable, CustomStringConvertible {
