@@ -64,7 +64,7 @@ extension DiskCache {
         /// descriptor is left.
         func spool() -> BodySpool? {
             guard let descriptor = self.descriptor else { return nil }
-            let copy = dup(descriptor)
+            let copy = FileIO.duplicate(descriptor)
             guard copy >= 0 else { return nil }
             return BodySpool(descriptor: copy, path: self.path, bodyStart: self.prefixLength)
         }

@@ -55,9 +55,17 @@ enum FileIO {
         return descriptor
     }
 
+    /// A new descriptor of what `descriptor` refers to, closed on `exec` as every descriptor
+    /// the disk tier opens is (`dup` makes one that is not: a child process started by another
+    /// thread meanwhile would hold the file, and its file system, open for its whole life);
+    /// -1 with `errno` set if there is none.
+    static func duplicate(_ descriptor: Int32) -> Int32 {
+        fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+    }
+
     /// The names in the open `directory`, without "." and "..".
     static func names(in directory: Int32, path: @autoclosure () -> String) throws(CacheError) -> [String] {
-        let copy = dup(directory)
+        let copy = Self.duplicate(directory)
         guard copy >= 0, let stream = fdopendir(copy) else {
             let error = errno
             if copy >= 0 { _ = close(copy) }

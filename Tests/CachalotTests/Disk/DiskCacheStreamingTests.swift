@@ -43,6 +43,21 @@ struct DiskCacheStreamingTests {
         #expect(self.temporaryFiles.isEmpty)
     }
 
+    @Test("a child process started while a body is read back from its writer's file does not hold the file")
+    func spoolNotInherited() throws {
+        let writer = try self.cache.makeWriter(forKey: "spooled")
+        try writer.append(Data(repeating: 1, count: 1_000))
+        let spool = try #require(writer.spool())
+        // The child lists the descriptors it has: those it inherited, and the one `ls` opened.
+        let child = try ChildProcess.start("/bin/ls", ["-l", "/proc/self/fd/"], capturingOutput: true)
+        let listing = String(decoding: child.readOutput(), as: UTF8.self)
+        #expect(child.waitForExit().status == 0)
+        #expect(listing.contains("/proc/"), "\(listing)")
+        #expect(!listing.contains(self.directory.path), "\(listing)")
+        #expect(try spool.read(at: 0, count: 1_000) == Data(repeating: 1, count: 1_000))
+        writer.discard()
+    }
+
     @Test("nothing is visible before the commit, and an abandoned writer leaves nothing behind")
     func abandonedWriter() throws {
         try self.cache.set(Data("old".utf8), forKey: "k")
