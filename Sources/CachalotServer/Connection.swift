@@ -43,7 +43,10 @@ struct ServerRequest: Sendable {
 
 /// Who a connection's requests come from, worked out once for the connection: formatting an
 /// address costs more than answering a small hit.
-struct Client: Sendable {
+///
+/// A class: each request holds it, and a copy of a structure would retain and release each of
+/// its fields, for every request and every handler the request passes.
+final class Client: Sendable {
     /// The peer's address.
     let address: SocketAddress?
     /// Its IP address as text, as `inet_ntop` writes it.

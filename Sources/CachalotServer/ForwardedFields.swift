@@ -58,18 +58,23 @@ enum ForwardedFields {
     /// registered name, an IPv4 address or a bracketed IPv6 one, and an optional port; empty
     /// counts as valid. Nothing that could end the authority in a key (`/`, `?`, `#`, `@`) passes.
     static func isValidHost(_ value: String) -> Bool {
-        // Read as bytes: a proxy checks this on every request.
-        var bytes = Substring(value).utf8[...]
+        // Read as bytes in place: a proxy checks this on every request.
+        var value = value
+        return value.withUTF8 { Self.isValidHost(bytes: $0[...]) }
+    }
+
+    private static func isValidHost(bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var bytes = bytes
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = bytes[bytes.index(after: bytes.startIndex)..<close]
+            let literal = bytes[(bytes.startIndex + 1)..<close]
             guard !literal.isEmpty, literal.allSatisfy(Self.isAddressByte) else { return false }
-            bytes = bytes[bytes.index(after: close)...]
+            bytes = bytes[(close + 1)...]
             guard bytes.isEmpty || bytes.first == UInt8(ascii: ":") else { return false }
             return bytes.dropFirst().allSatisfy(Self.isDigit)
         }
         if let colon = bytes.lastIndex(of: UInt8(ascii: ":")) {
-            guard bytes[bytes.index(after: colon)...].allSatisfy(Self.isDigit) else { return false }
+            guard bytes[(colon + 1)...].allSatisfy(Self.isDigit) else { return false }
             bytes = bytes[..<colon]
         }
         return bytes.allSatisfy(Self.isRegisteredNameByte)
@@ -92,7 +97,16 @@ enum ForwardedFields {
 
     /// A byte of a registered name or an IPv4 address: unreserved, sub-delims or `%` (RFC 3986 §3.2.2).
     private static func isRegisteredNameByte(_ byte: UInt8) -> Bool {
-        byte.isASCIIAlphanumeric || "-._~%!$&'()*+,;=".utf8.contains(byte)
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"), UInt8(ascii: "%"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+            UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+            true
+        default:
+            false
+        }
     }
 
     /// A `Forwarded` field value without its `host=` parameters (RFC 7239 §5.3), and without
@@ -214,17 +228,6 @@ extension HTTPField.Name {
 }
 
 extension UInt8 {
-    /// Whether the byte is an ASCII letter or digit.
-    var isASCIIAlphanumeric: Bool {
-        switch self {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "A")...UInt8(ascii: "Z"):
-            true
-        default:
-            false
-        }
-    }
-
     /// The byte with an ASCII capital letter made small; any other byte as it is.
     var asciiLowercased: UInt8 {
         self >= UInt8(ascii: "A") && self <= UInt8(ascii: "Z") ? self | 0x20 : self

@@ -6,12 +6,21 @@ import NIOHTTP1
 
 /// Answers the image endpoint's requests (see ``ImageEndpoint``): checks the signature and the
 /// source, then hands out the variant the pipeline makes or keeps.
-struct ImageResponder: Sendable {
+///
+/// A class: every request of the proxy asks it whether it claims the path.
+final class ImageResponder: Sendable {
     let server: CacheServer
     let endpoint: ImageEndpoint
     let pipeline: ImagePipeline
     /// The origin as `scheme://authority/base`, without a last `/`.
     let origin: String
+
+    init(server: CacheServer, endpoint: ImageEndpoint, pipeline: ImagePipeline, origin: String) {
+        self.server = server
+        self.endpoint = endpoint
+        self.pipeline = pipeline
+        self.origin = origin
+    }
 
     /// Whether `uri` is the endpoint's.
     func claims(_ uri: String) -> Bool {

@@ -365,12 +365,14 @@ final class ProxyResponder: Responder {
         fields.reserveCapacity(head.headers.count + 6)
         var hasProto = false
         for (spelling, value) in head.headers {
+            // Every request has one, never passed on: dropped before its name is made.
+            if spelling.equalsIgnoringASCIICase("host") { continue }
             // NIO's parser admits only tokens as names: none is dropped here.
             guard let fieldName = HTTPField.Name(spelling) else { continue }
             let name = fieldName.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
-            guard !ForwardedFields.isHopByHop(name), !named.contains(name),
-                name != "host", name != "expect", name != "x-forwarded-host",
+            guard !ForwardedFields.isHopByHop(name), named.isEmpty || !named.contains(name),
+                name != "expect", name != "x-forwarded-host",
                 isTrusted || !ForwardedFields.forwarding.contains(name),
                 !(isRead && Self.isClientOwned(name))
             else { continue }
