@@ -121,11 +121,13 @@ final class OriginExchangeHandler: ChannelInboundHandler {
         self.wantsData = true
         self.hasReceived = false
         self.lastActivity = .now()
-        context.write(Self.wrapOutboundOut(.head(head)), promise: nil)
-        if let body { context.write(Self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+        // unspecialized, and looks the message's type up at run time (docs/performance.md).
+        context.write(OriginExchangeHandler.wrapOutboundOut(.head(head)), promise: nil)
+        if let body { context.write(OriginExchangeHandler.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         let number = self.exchangeNumber
         let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(Self.wrapOutboundOut(.end(nil)), promise: written)
+        context.writeAndFlush(OriginExchangeHandler.wrapOutboundOut(.end(nil)), promise: written)
         written.futureResult.assumeIsolated().whenFailure { [weak self] error in
             guard let self, self.exchangeNumber == number else { return }
             let message = "The request could not be sent: \(error)."
@@ -170,7 +172,7 @@ final class OriginExchangeHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.hasReceived = true
         self.lastActivity = .now()
-        switch (Self.unwrapInboundIn(data), self.state) {
+        switch (OriginExchangeHandler.unwrapInboundIn(data), self.state) {
         case (.head(let head), .awaitingHead(let delegate)):
             let code = head.status.code
             if code >= 100 && code < 200 && code != 101 {

@@ -96,30 +96,70 @@ struct CacheStatus: Sendable, CustomStringConvertible {
     }
 
     var description: String {
-        // Grown once: a hit makes one for every answer.
-        var value = ""
-        value.reserveCapacity(self.name.utf8.count + 64)
-        value += self.name
-        if self.hit { value += "; hit" }
-        if let forward {
-            value += "; fwd="
-            value += forward
+        // Written into the string's own storage: a hit makes one for every answer.
+        let detail = self.detail.map(Self.item)
+        let capacity = self.name.utf8.count + (self.forward?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) + 128
+        return String(unsafeUninitializedCapacity: capacity) { storage in
+            var line = ByteWriter(storage)
+            line.write(self.name)
+            if self.hit { line.write("; hit") }
+            if let forward {
+                line.write("; fwd=")
+                line.write(forward)
+            }
+            if let forwardStatus {
+                line.write("; fwd-status=")
+                line.write(decimal: forwardStatus)
+            }
+            if let timeToLive {
+                line.write("; ttl=")
+                line.write(decimal: timeToLive)
+            }
+            if self.stored { line.write("; stored") }
+            if self.collapsed { line.write("; collapsed") }
+            if let detail {
+                line.write("; detail=")
+                line.write(detail)
+            }
+            return line.count
         }
-        if let forwardStatus {
-            value += "; fwd-status="
-            value += String(forwardStatus)
+    }
+
+    /// Writes bytes into a buffer that has room for them.
+    private struct ByteWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        private(set) var count = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+            self.buffer = buffer
         }
-        if let timeToLive {
-            value += "; ttl="
-            value += String(timeToLive)
+
+        mutating func write(_ text: StaticString) {
+            text.withUTF8Buffer { self.write($0) }
         }
-        if self.stored { value += "; stored" }
-        if self.collapsed { value += "; collapsed" }
-        if let detail {
-            value += "; detail="
-            value += Self.item(detail)
+
+        mutating func write(_ text: String) {
+            var text = text
+            text.withUTF8 { self.write($0) }
         }
-        return value
+
+        mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+            _ = UnsafeMutableBufferPointer(rebasing: self.buffer[self.count...]).initialize(fromContentsOf: bytes)
+            self.count += bytes.count
+        }
+
+        /// `value` in decimal digits, with a `-` if it is negative.
+        mutating func write(decimal value: Int) {
+            if value < 0 { self.write("-") }
+            let start = self.count
+            var rest = value.magnitude
+            repeat {
+                self.buffer[self.count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                self.count += 1
+                rest /= 10
+            } while rest > 0
+            self.buffer[start..<self.count].reverse()
+        }
     }
 
     /// `text` as a Structured Field item: a token if it is one, else a quoted string.

@@ -110,3 +110,14 @@ struct ClientHead: Sendable {
         )
     }
 }
+
+/// A stored response's ``ClientHead``, kept with it (``Resource/derivedFromHead(_:)``): a class,
+/// so that each hit takes it from the stored response with one retain and a cast to a class,
+/// not a copy of every field out of an existential.
+final class KeptHead: Sendable {
+    let head: ClientHead
+
+    init(_ head: ClientHead) {
+        self.head = head
+    }
+}

@@ -32,21 +32,23 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch Self.unwrapInboundIn(data) {
+        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+        // unspecialized, and looks the message's type up at run time (docs/performance.md).
+        switch ImmediateResponder.unwrapInboundIn(data) {
         case .head(let head) where head.method == .GET || head.method == .HEAD:
             self.held = head
         case .head(let head):
-            context.fireChannelRead(Self.wrapInboundOut(.head(head)))
+            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
         case .body(let piece):
             // A body: the request goes on in parts.
             if let head = self.held {
                 self.held = nil
-                context.fireChannelRead(Self.wrapInboundOut(.head(head)))
+                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
             }
-            context.fireChannelRead(Self.wrapInboundOut(.body(piece)))
+            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.body(piece)))
         case .end:
             guard let head = self.held else {
-                context.fireChannelRead(Self.wrapInboundOut(.end))
+                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.end))
                 return
             }
             self.held = nil
@@ -63,7 +65,7 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
                     context
                 )
             } else {
-                context.fireChannelRead(Self.wrapInboundOut(.request(request)))
+                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.request(request)))
             }
         }
     }
@@ -74,7 +76,7 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         closing: Bool,
         _ context: ChannelHandlerContext
     ) {
-        let whole = Self.wrapOutboundOut(
+        let whole = ImmediateResponder.wrapOutboundOut(
             .whole(response.head.head(version: version, closing: closing), body: response.body)
         )
         guard closing else {

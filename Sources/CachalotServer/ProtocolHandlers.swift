@@ -118,7 +118,9 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.hasClosingRequestEnded else { return }
-        let part = Self.unwrapInboundIn(data)
+        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+        // unspecialized, and looks the message's type up at run time (docs/performance.md).
+        let part = RequestPhases.unwrapInboundIn(data)
         // What closes the connection is noted even after the body's time ran out: what follows
         // it is not a request, and gets no answer.
         switch part {
@@ -154,7 +156,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch Self.unwrapOutboundIn(data) {
+        switch RequestPhases.unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
             self.hasUnterminatedResponse = true
             self.isAnswered = true
@@ -184,7 +186,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
             context.writeAndFlush(
-                Self.wrapOutboundOut(
+                RequestPhases.wrapOutboundOut(
                     .whole(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)), body: [])
                 ),
                 promise: nil
@@ -248,7 +250,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
         self.awaitHead(context)
         let channel = context.channel
         let head = HTTPResponseHead(version: .http1_1, status: .requestTimeout, headers: headers)
-        context.writeAndFlush(Self.wrapOutboundOut(.whole(.head(head), body: []))).whenComplete { _ in
+        context.writeAndFlush(RequestPhases.wrapOutboundOut(.whole(.head(head), body: []))).whenComplete { _ in
             channel.close(promise: nil)
         }
     }
@@ -300,7 +302,9 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if !self.sawLongRequestLine {
-            Self.unwrapInboundIn(data).withUnsafeReadableBytes { self.scan($0) }
+            // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+            // unspecialized, and looks the message's type up at run time (docs/performance.md).
+            RequestLineMeter.unwrapInboundIn(data).withUnsafeReadableBytes { self.scan($0) }
         }
         context.fireChannelRead(data)
     }
@@ -390,7 +394,9 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        self.written &+= Self.unwrapOutboundIn(data).readableBytes
+        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+        // unspecialized, and looks the message's type up at run time (docs/performance.md).
+        self.written &+= SendTimer.unwrapOutboundIn(data).readableBytes
         context.write(data, promise: promise)
     }
 

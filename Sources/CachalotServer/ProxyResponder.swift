@@ -199,9 +199,11 @@ final class ProxyResponder: Responder {
             head = ClientHead(response, knownLength: true, via: self.via)
             head.finish(age: nil, cacheStatus: cacheStatus)
         } else {
-            head = resource.derivedFromHead { [via = self.via] in
-                ClientHead($0, knownLength: true, via: via).writingKeptFields()
-            }
+            head =
+                resource.derivedFromHead { [via = self.via] in
+                    KeptHead(ClientHead($0, knownLength: true, via: via).writingKeptFields())
+                }
+                .head
             if head.via == self.via {
                 head.finish(age: resource.age, cacheStatus: cacheStatus)
             } else {

@@ -104,9 +104,11 @@ final class ServerCodec: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.isDone else { return }
         if self.isAwaitingResponse || !self.waiting.isEmpty {
-            self.waiting.append(.part(Self.unwrapInboundIn(data)))
+            // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+            // unspecialized, and looks the message's type up at run time (docs/performance.md).
+            self.waiting.append(.part(ServerCodec.unwrapInboundIn(data)))
         } else {
-            self.handOn(Self.unwrapInboundIn(data), context)
+            self.handOn(ServerCodec.unwrapInboundIn(data), context)
         }
     }
 
@@ -151,7 +153,7 @@ final class ServerCodec: ChannelDuplexHandler {
         case .end:
             self.isRequestOpen = false
         }
-        context.fireChannelRead(Self.wrapInboundOut(part))
+        context.fireChannelRead(ServerCodec.wrapInboundOut(part))
     }
 
     private func handOn(_ error: any Error, _ context: ChannelHandlerContext) {
@@ -188,35 +190,35 @@ final class ServerCodec: ChannelDuplexHandler {
     // MARK: - Responses
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch Self.unwrapOutboundIn(data) {
+        switch ServerCodec.unwrapOutboundIn(data) {
         case .head(let head):
             var buffer = context.channel.allocator.buffer(capacity: 256)
             self.writeHead(head, bodyLength: nil, into: &buffer)
-            context.write(Self.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
         case .body(let piece):
             guard !self.isBodySuppressed else {
                 promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
                 return
             }
             guard self.isChunked, piece.readableBytes > 0 else {
-                context.write(Self.wrapOutboundOut(.byteBuffer(piece)), promise: promise)
+                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(piece)), promise: promise)
                 return
             }
             var size = context.channel.allocator.buffer(capacity: 16)
             size.writeString(String(piece.readableBytes, radix: 16))
             size.writeStaticString("\r\n")
-            context.write(Self.wrapOutboundOut(.byteBuffer(size)), promise: nil)
-            context.write(Self.wrapOutboundOut(.byteBuffer(piece)), promise: nil)
-            context.write(Self.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(size)), promise: nil)
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(piece)), promise: nil)
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
         case .end:
             if self.isChunked {
                 context.write(
-                    Self.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "0\r\n\r\n"))),
+                    ServerCodec.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "0\r\n\r\n"))),
                     promise: promise
                 )
             } else if let promise {
                 // Written empty so that the promise completes after what went before.
-                context.write(Self.wrapOutboundOut(.byteBuffer(ByteBuffer())), promise: promise)
+                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(ByteBuffer())), promise: promise)
             }
             self.endResponse(context)
         case .whole(let head, let body):
@@ -233,16 +235,16 @@ final class ServerCodec: ChannelDuplexHandler {
                 self.writeHead(head, bodyLength: length, into: &buffer)
             }
             if self.isBodySuppressed || length == 0 {
-                context.write(Self.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
             } else if inline {
                 for piece in body { buffer.writeBytes(piece) }
-                context.write(Self.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
             } else {
-                context.write(Self.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
                 let buffers = body.flatMap { ByteBuffer.copies(of: $0[...]) }
                 for (index, piece) in buffers.enumerated() {
                     context.write(
-                        Self.wrapOutboundOut(.byteBuffer(piece)),
+                        ServerCodec.wrapOutboundOut(.byteBuffer(piece)),
                         promise: index == buffers.count - 1 ? promise : nil
                     )
                 }

@@ -111,17 +111,23 @@ public struct StoredResponse: Sendable, Hashable {
     /// The targeted cache-control fields the facts were computed with.
     private var targets: [HTTPField.Name] { self.storage.facts.targets }
 
-    /// `make`'s value for the head without `Age`, made the first time a value of type `T` is
-    /// asked for and kept with this stored response (and its copies) until a value of another
-    /// type is asked for: the head never changes, and a setter makes a new one, without the value.
-    func derived<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
-        // Unwrapped first: `nil` cast to an optional `T` would succeed.
-        if let kept = self.storage.derived.withLock({ $0 }), let value = kept as? T { return value }
+    /// The value a user of the cache derived from the head and kept with this stored response
+    /// (and its copies), if any (see ``Resource/derivedFromHead(_:)``): the head never changes,
+    /// and a setter makes a new one, without the value.
+    var derivedValue: (any Sendable)? {
+        self.storage.derived.withLock { $0 }
+    }
+
+    /// Keeps `value` as ``derivedValue``, in place of any kept before.
+    func keepDerivedValue(_ value: any Sendable) {
+        self.storage.derived.withLock { $0 = value }
+    }
+
+    /// The head a value is derived from: the response without `Age`.
+    var headWithoutAge: HTTPResponse {
         var response = self.response
         response.headerFields[.age] = nil
-        let value = make(response)
-        self.storage.derived.withLock { $0 = value }
-        return value
+        return response
     }
 
     /// The status code, known without decoding the head.

@@ -62,11 +62,39 @@ public struct Resource: Sendable {
     /// depend on the head alone: a value of another type takes the place of the one kept. The
     /// value is not counted in the memory tier's cost. For any other answer, `make` runs each
     /// time.
+    @inlinable
     public func derivedFromHead<T: Sendable>(_ make: (HTTPResponse) -> T) -> T {
+        // Inlined where it is called, so that the cast is to a type known there: unspecialized,
+        // it looked the optional's type up at run time on every hit.
+        // Unwrapped first: `nil` cast to an optional `T` would succeed.
+        if let kept = self.derivedValue, let value = kept as? T { return value }
+        let value = make(self.derivationHead)
+        self.keepDerivedValue(value)
+        return value
+    }
+
+    /// The value kept with the stored response this answer came from, if any.
+    @usableFromInline
+    var derivedValue: (any Sendable)? {
         switch self.head {
-        case .response(let response): make(response)
-        case .stored(let stored, _): stored.derived(make)
+        case .response: nil
+        case .stored(let stored, _): stored.derivedValue
         }
+    }
+
+    /// The head ``derivedFromHead(_:)`` makes a value from: ``response`` without the `Age` of ``age``.
+    @usableFromInline
+    var derivationHead: HTTPResponse {
+        switch self.head {
+        case .response(let response): response
+        case .stored(let stored, _): stored.headWithoutAge
+        }
+    }
+
+    /// Keeps `value` with the stored response this answer came from; nothing for another answer.
+    @usableFromInline
+    func keepDerivedValue(_ value: any Sendable) {
+        if case .stored(let stored, _) = self.head { stored.keepDerivedValue(value) }
     }
 
     /// The status code, read without making the head (or decoding a stored one).
