@@ -133,8 +133,11 @@ final class ProxyResponder: Responder {
             // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
             let prepared = try? self.server.loader.prepare(self.upstreamRequest(for: request), readsDisk: false)
         else { return nil }
-        request.prepared = prepared
-        guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else { return nil }
+        // Kept with the request only when the connection's task resumes it: a hit needs no copy.
+        guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else {
+            request.prepared = prepared
+            return nil
+        }
         let reply = self.reply(to: request, with: resource)
         let body: [Data]
         switch reply.body {
