@@ -125,43 +125,6 @@ struct CacheStatus: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Writes bytes into a buffer that has room for them.
-    private struct ByteWriter {
-        let buffer: UnsafeMutableBufferPointer<UInt8>
-        private(set) var count = 0
-
-        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
-            self.buffer = buffer
-        }
-
-        mutating func write(_ text: StaticString) {
-            text.withUTF8Buffer { self.write($0) }
-        }
-
-        mutating func write(_ text: String) {
-            var text = text
-            text.withUTF8 { self.write($0) }
-        }
-
-        mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
-            _ = UnsafeMutableBufferPointer(rebasing: self.buffer[self.count...]).initialize(fromContentsOf: bytes)
-            self.count += bytes.count
-        }
-
-        /// `value` in decimal digits, with a `-` if it is negative.
-        mutating func write(decimal value: Int) {
-            if value < 0 { self.write("-") }
-            let start = self.count
-            var rest = value.magnitude
-            repeat {
-                self.buffer[self.count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                self.count += 1
-                rest /= 10
-            } while rest > 0
-            self.buffer[start..<self.count].reverse()
-        }
-    }
-
     /// `text` as a Structured Field item: a token if it is one, else a quoted string.
     private static func item(_ text: String) -> String {
         let isToken =

@@ -25,6 +25,8 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     private var held: HTTPRequestHead?
     /// Who the connection's requests come from, once a request has come.
     private var client: Client?
+    /// The connection's last request for the origin, made on this loop.
+    private var upstream: ProxyResponder.UpstreamMemo?
 
     init(responder: ProxyResponder?, connections: ConnectionRegistry) {
         self.responder = responder
@@ -56,7 +58,7 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
             self.client = client
             var request = ServerRequest(head: head, client: client)
             if let responder = self.responder, !self.connections.isShuttingDown,
-                let response = responder.prepare(&request)
+                let response = responder.prepare(&request, memo: &self.upstream)
             {
                 self.write(
                     response,

@@ -124,14 +124,23 @@ final class ProxyResponder: Responder {
     /// answer is in memory and its body at most ``largestImmediateBody``; its head and its
     /// body's pieces, logged and counted. `nil` for anything else, which
     /// ``respond(to:with:)`` answers, resuming what was prepared.
-    func prepare(_ request: inout ServerRequest) -> (head: ClientHead, body: [Data], keepsAlive: Bool)? {
+    ///
+    /// `memo` is the connection's last request for the origin (see ``UpstreamMemo``): reused if
+    /// this one was made from the same method, version and fields, and left as this one's.
+    func prepare(
+        _ request: inout ServerRequest,
+        memo: inout UpstreamMemo?
+    ) -> (head: ClientHead, body: [Data], keepsAlive: Bool)? {
         let started = ContinuousClock.now
         let head = request.head
         guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
             // The memory tier alone: a disk read may wait on another process's lock or write
             // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
-            let prepared = try? self.server.loader.prepare(self.upstreamRequest(for: request), readsDisk: false)
+            let prepared = try? self.server.loader.prepare(
+                self.upstreamRequest(for: request, memo: &memo),
+                readsDisk: false
+            )
         else { return nil }
         // Kept with the request only when the connection's task resumes it: a hit needs no copy.
         guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else {
@@ -350,6 +359,43 @@ final class ProxyResponder: Responder {
         return (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
     }
 
+    /// The request for the origin that one of a connection's requests made, and what it was
+    /// made from: the requests of a connection mostly carry the same fields, and converting them
+    /// costs more than the rest of a hit. Only a request whose target is a path (origin-form)
+    /// is kept, since an absolute-form target may name a host of its own.
+    struct UpstreamMemo {
+        fileprivate let method: HTTPMethod
+        fileprivate let version: HTTPVersion
+        fileprivate let headers: HTTPHeaders
+        fileprivate let request: HTTPRequest
+    }
+
+    /// ``upstreamRequest(for:)``, made from `memo`'s with this request's path if it has the same
+    /// method, version and fields (by name and value, in order, spelt alike), with its client
+    /// the same: the connection's. `memo` is left as this request's.
+    func upstreamRequest(for request: ServerRequest, memo: inout UpstreamMemo?) -> HTTPRequest {
+        let head = request.head
+        guard head.uri.hasPrefix("/") else { return self.upstreamRequest(for: request) }
+        if let kept = memo, kept.method == head.method, kept.version == head.version,
+            Self.areSame(kept.headers, head.headers)
+        {
+            var upstream = kept.request
+            let path = self.origin.base + head.uri
+            if upstream.path != path { upstream.path = path }
+            return upstream
+        }
+        let upstream = self.upstreamRequest(for: request)
+        memo = UpstreamMemo(method: head.method, version: head.version, headers: head.headers, request: upstream)
+        return upstream
+    }
+
+    /// Whether `a` and `b` have the same lines, in the same order and spelling.
+    private static func areSame(_ a: HTTPHeaders, _ b: HTTPHeaders) -> Bool {
+        guard a.count == b.count else { return false }
+        for (line, other) in zip(a, b) where line.name != other.name || line.value != other.value { return false }
+        return true
+    }
+
     /// The request to send to the origin (or answer from the cache) for `request`.
     ///
     /// Its URL is the origin's. With ``CacheServer/Configuration/keysHost`` it carries the
@@ -360,7 +406,9 @@ final class ProxyResponder: Responder {
     func upstreamRequest(for request: ServerRequest) -> HTTPRequest {
         let head = request.head
         let clientIP = request.client.ip
-        let isTrusted = request.client.canonicalIP.map { self.trustedProxies.contains($0) } ?? false
+        // Asked only with proxies to trust: a set hashes what it is asked for even when empty.
+        let isTrusted =
+            !self.trustedProxies.isEmpty && request.client.canonicalIP.map { self.trustedProxies.contains($0) } == true
         let isRead = head.method == .GET || head.method == .HEAD
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
         // Made in one pass over NIO's fields, in the order the origin gets them: a hit makes this

@@ -230,9 +230,9 @@ final class ServerCodec: ChannelDuplexHandler {
                 buffer = context.channel.allocator.buffer(capacity: 256 + (inline ? length : 0))
                 self.writeHead(head, bodyLength: length, into: &buffer)
             case .prepared(let head):
-                let capacity = 128 + head.written.readableBytes + (inline ? length : 0)
-                buffer = context.channel.allocator.buffer(capacity: capacity)
-                self.writeHead(head, bodyLength: length, into: &buffer)
+                let lines = self.lines(of: head, bodyLength: length)
+                buffer = context.channel.allocator.buffer(capacity: lines.count + (inline ? length : 0))
+                Self.write(lines, into: &buffer)
             }
             if self.isBodySuppressed || length == 0 {
                 context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
@@ -356,8 +356,19 @@ final class ServerCodec: ChannelDuplexHandler {
         buffer.writeStaticString("\r\n")
     }
 
-    /// Writes `head`: the fields written already, then the others, then its framing field.
-    private func writeHead(_ head: PreparedHead, bodyLength: Int?, into buffer: inout ByteBuffer) {
+    /// A prepared head's bytes, counted before they are written.
+    private struct PreparedLines {
+        var head: PreparedHead
+        /// Its status line, unless it is `HTTP/1.1 200 OK`.
+        var statusLine: String?
+        /// The framing field the head lacks, if any.
+        var framingField: (name: String, value: String)?
+        var count: Int
+    }
+
+    /// `head`'s lines: the status line, the fields written already, then the others, then its
+    /// framing field; counted, so that they go in one write to a buffer made to fit.
+    private func lines(of head: PreparedHead, bodyLength: Int?) -> PreparedLines {
         let saysClose = head.fields.contains { field in
             field.name.equalsIgnoringASCIICase("connection")
                 && ForwardedFields.connectionOptions(field.value).contains("close")
@@ -369,17 +380,36 @@ final class ServerCodec: ChannelDuplexHandler {
             bodyLength: bodyLength,
             saysClose: saysClose
         )
-        Self.writeStatusLine(head.version, head.status, into: &buffer)
-        var written = head.written
-        buffer.writeBuffer(&written)
-        for (name, value) in head.fields { Self.writeField(name, value, into: &buffer) }
-        switch framing {
-        case .addedLength(let length): Self.writeField("Content-Length", String(length), into: &buffer)
-        case .chunked: Self.writeField("transfer-encoding", "chunked", into: &buffer)
-        // A prepared head has a status that may have a body, and no `Transfer-Encoding`.
-        case .bodiless, .length, .close: break
+        let framingField: (name: String, value: String)? =
+            switch framing {
+            case .addedLength(let length): ("Content-Length", String(length))
+            case .chunked: ("transfer-encoding", "chunked")
+            // A prepared head has a status that may have a body, and no `Transfer-Encoding`.
+            case .bodiless, .length, .close: nil
+            }
+        let statusLine =
+            head.version == .http1_1 && head.status == .ok
+            ? nil
+            : "HTTP/\(head.version.major).\(head.version.minor) \(head.status.code) \(head.status.reasonPhrase)\r\n"
+        var count = (statusLine?.utf8.count ?? Self.okStatusLine.utf8CodeUnitCount) + head.written.readableBytes + 2
+        for (name, value) in head.fields { count += ByteWriter.fieldLength(name, value) }
+        if let (name, value) = framingField { count += ByteWriter.fieldLength(name, value) }
+        return PreparedLines(head: head, statusLine: statusLine, framingField: framingField, count: count)
+    }
+
+    private static let okStatusLine: StaticString = "HTTP/1.1 200 OK\r\n"
+
+    /// Writes `lines` in one write: each write to a buffer checks its room and its ownership.
+    private static func write(_ lines: PreparedLines, into buffer: inout ByteBuffer) {
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: lines.count) { target in
+            var writer = ByteWriter(target)
+            if let statusLine = lines.statusLine { writer.write(statusLine) } else { writer.write(Self.okStatusLine) }
+            lines.head.written.withUnsafeReadableBytes { writer.write($0) }
+            for (name, value) in lines.head.fields { writer.writeField(name, value) }
+            if let (name, value) = lines.framingField { writer.writeField(name, value) }
+            writer.write("\r\n")
+            return writer.count
         }
-        buffer.writeStaticString("\r\n")
     }
 
     private static func writeStatusLine(

@@ -264,6 +264,50 @@ struct ProxyForwardingTests {
         try await proxy.stop()
     }
 
+    @Test("The requests of one connection reach the origin each with its own path and fields")
+    func requestsOfOneConnection() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "ok") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.origin = origin.url("/base/") }
+        // Pipelined on one connection: the second repeats the first's fields, the third changes
+        // a value, the fourth a name's spelling.
+        let requests = [
+            "GET /a HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n",
+            "GET /b?q HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n",
+            "GET /c HTTP/1.1\r\nHost: x\r\nX-A: 2\r\n\r\n",
+            "GET /d HTTP/1.1\r\nHost: x\r\nx-a: 2\r\nX-B: 3\r\nConnection: close\r\n\r\n",
+        ]
+        let received = try await RawClient.exchange(requests.joined(), port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [200, 200, 200, 200])
+        let sent = origin.requests
+        #expect(sent.map(\.path) == ["/base/a", "/base/b?q", "/base/c", "/base/d"])
+        let name = try #require(HTTPField.Name("X-A"))
+        #expect(sent.map { $0.headerFields[values: name] } == [["1"], ["1"], ["2"], ["2"]])
+        #expect(sent.map { $0.headerFields[HTTPField.Name("X-B")!] } == [nil, nil, nil, "3"])
+        try await proxy.stop()
+    }
+
+    @Test("On one connection, a request that varies from the one before is answered for its own fields")
+    func variantsOfOneConnection() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")],
+                body: "[" + (request.headerFields[.acceptLanguage] ?? "none") + "]"
+            )
+        }
+        let proxy = try await ProxyHarness(origin: origin)
+        let requests = [
+            "GET /v HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\n\r\n",
+            "GET /v HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\n\r\n",
+            "GET /v HTTP/1.1\r\nHost: x\r\nAccept-Language: de\r\n\r\n",
+            "GET /v HTTP/1.1\r\nHost: x\r\nAccept-Language: fr\r\nConnection: close\r\n\r\n",
+        ]
+        let received = try await RawClient.exchange(requests.joined(), port: proxy.port)
+        let bodies = received.matches(of: #/\[(\w+)\]/#).map { String($0.output.1) }
+        #expect(bodies == ["fr", "fr", "de", "fr"])
+        #expect(origin.requests.count == 2)
+        try await proxy.stop()
+    }
+
     @Test("The origin's base path prefixes every request's path")
     func basePath() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "ok") }

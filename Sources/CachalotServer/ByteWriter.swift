@@ -1,0 +1,55 @@
+/// Writes bytes into memory that has room for them, counted beforehand: a field's value or a
+/// head written in one go, where each write to a `ByteBuffer` or a `String` would check its room
+/// and its ownership again.
+struct ByteWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        self.buffer = UnsafeMutableRawBufferPointer(buffer)
+    }
+
+    mutating func write(_ text: StaticString) {
+        text.withUTF8Buffer { self.write(UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func write(_ text: String) {
+        var text = text
+        text.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        UnsafeMutableRawBufferPointer(rebasing: self.buffer[self.count...]).copyMemory(from: bytes)
+        self.count += bytes.count
+    }
+
+    /// `value` in decimal digits, with a `-` if it is negative.
+    mutating func write(decimal value: Int) {
+        if value < 0 { self.write("-") }
+        let start = self.count
+        var rest = value.magnitude
+        repeat {
+            self.buffer[self.count] = UInt8(ascii: "0") + UInt8(rest % 10)
+            self.count += 1
+            rest /= 10
+        } while rest > 0
+        self.buffer[start..<self.count].reverse()
+    }
+
+    /// A field line, `name: value\r\n`.
+    mutating func writeField(_ name: String, _ value: String) {
+        self.write(name)
+        self.write(": ")
+        self.write(value)
+        self.write("\r\n")
+    }
+
+    /// The bytes ``writeField(_:_:)`` writes.
+    static func fieldLength(_ name: String, _ value: String) -> Int {
+        name.utf8.count + value.utf8.count + 4
+    }
+}
