@@ -3,11 +3,11 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
-/// Reads each `GET` and `HEAD` without a body whole on the connection's event loop and
-/// prepares it once: answers there what the cache answers at once (see
-/// ``ProxyResponder/prepare(_:)``), and hands the others on to the connection's task, prepared,
-/// as ``ServerRequestPart/request(_:)``. Other requests go on in parts, which the task reads
-/// with its limits.
+/// Takes each `GET` and `HEAD` without a body whole on the connection's event loop
+/// (``RequestPart/whole(_:)``, as ``ServerCodec`` hands it on) and prepares it once: answers
+/// there what the cache answers at once (see ``ProxyResponder/prepare(_:memo:)``), and hands
+/// the others on to the connection's task, prepared, as ``ServerRequestPart/request(_:)``.
+/// Other requests go on in parts, which the task reads with its limits.
 ///
 /// A hit so costs no hop to the cooperative pool and back, which costs more than the hit
 /// itself, and a miss is not converted, keyed and looked up in memory a second time.
@@ -15,14 +15,12 @@ import NIOHTTP1
 /// whichever path gives them; a hit goes to it whole (``ResponsePart/whole(_:body:)``).
 /// Without a responder (the admin listener), it answers nothing itself.
 final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = RequestPart
     typealias InboundOut = ServerRequestPart
     typealias OutboundOut = ResponsePart
 
     private let responder: ProxyResponder?
     private let connections: ConnectionRegistry
-    /// The head of a `GET` or `HEAD` whose end has not come yet, while it has no body.
-    private var held: HTTPRequestHead?
     /// Who the connection's requests come from, once a request has come.
     private var client: Client?
     /// The connection's last request for the origin, made on this loop.
@@ -37,23 +35,7 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
         // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
         // unspecialized, and looks the message's type up at run time (docs/performance.md).
         switch ImmediateResponder.unwrapInboundIn(data) {
-        case .head(let head) where head.method == .GET || head.method == .HEAD:
-            self.held = head
-        case .head(let head):
-            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
-        case .body(let piece):
-            // A body: the request goes on in parts.
-            if let head = self.held {
-                self.held = nil
-                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
-            }
-            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.body(piece)))
-        case .end:
-            guard let head = self.held else {
-                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.end))
-                return
-            }
-            self.held = nil
+        case .whole(let head):
             let client = self.client ?? Client(context.channel.remoteAddress)
             self.client = client
             var request = ServerRequest(head: head, client: client)
@@ -69,6 +51,12 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
             } else {
                 context.fireChannelRead(ImmediateResponder.wrapInboundOut(.request(request)))
             }
+        case .head(let head):
+            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
+        case .body(let piece):
+            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.body(piece)))
+        case .end:
+            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.end))
         }
     }
 

@@ -40,8 +40,8 @@ import Darwin
 /// Each exchange only moves a deadline; one timer per connection checks the earliest when it is
 /// due, and goes again for a deadline moved later.
 final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
+    typealias InboundIn = RequestPart
+    typealias InboundOut = RequestPart
     typealias OutboundIn = ResponsePart
     typealias OutboundOut = ResponsePart
 
@@ -127,6 +127,10 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             if !head.isKeepAlive { self.isClosing = true }
             self.headDeadline = nil
+        case .whole(let head):
+            if !head.isKeepAlive { self.isClosing = true }
+            self.headDeadline = nil
+            if self.isClosing { self.hasClosingRequestEnded = true }
         case .end:
             if self.isClosing { self.hasClosingRequestEnded = true }
         case .body:
@@ -140,6 +144,11 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
             self.isAnswered = false
             self.bodyTotalDeadline = now + self.bodyTotal
             self.bodyDeadline = min(now + self.bodyIdle, self.bodyTotalDeadline)
+        case .whole:
+            // No body to wait for.
+            self.isAnswered = false
+            self.bodyHead = nil
+            self.bodyDeadline = nil
         case .body:
             if self.bodyDeadline != nil { self.bodyDeadline = min(.now() + self.bodyIdle, self.bodyTotalDeadline) }
         case .end:

@@ -2,6 +2,16 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
+/// A request as ``ServerCodec`` hands it on: a `GET` or `HEAD` whose end came in the read
+/// that brought its head, whole; any other in parts, as NIO's parser gave them.
+enum RequestPart: Sendable {
+    /// A `GET` or `HEAD` without a body, read to its end.
+    case whole(HTTPRequestHead)
+    case head(HTTPRequestHead)
+    case body(ByteBuffer)
+    case end
+}
+
 /// A response as the server's handlers and connection tasks write it to ``ServerCodec``.
 enum ResponsePart: Sendable {
     /// A head, an interim (1xx) one or the final one; its framing fields are made as
@@ -45,7 +55,10 @@ struct PreparedHead: Sendable {
 /// response part costs one handler and a whole response one write (a hit's head, body and end
 /// crossed both of them, part by part).
 ///
-/// **Requests.** Once a request has been read to its end, nothing more is read from the
+/// **Requests.** A `GET` or `HEAD` whose end comes in the read that brought its head goes on
+/// whole (``RequestPart/whole(_:)``), one part through the handlers after it rather than two;
+/// the head of one whose end has not come when the read completes goes on then, alone. Once
+/// a request has been read to its end, nothing more is read from the
 /// connection, and nothing more is handed on, until its response has ended: pipelined requests
 /// (RFC 9112 §9.3.2) wait, so that responses go in the order of their requests whoever makes
 /// them, and a client that pipelines cannot make the connection hold more than one read of
@@ -63,7 +76,7 @@ struct PreparedHead: Sendable {
 /// swift-http-types' fields and its own, whose values hold no line break.
 final class ServerCodec: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
+    typealias InboundOut = RequestPart
     typealias OutboundIn = ResponsePart
     typealias OutboundOut = IOData
 
@@ -75,6 +88,9 @@ final class ServerCodec: ChannelDuplexHandler {
 
     /// Whether a request's head has been handed on and its end has not.
     private var isRequestOpen = false
+    /// The head of a `GET` or `HEAD` taken from the parser, held until its end or its body comes,
+    /// or the read completes.
+    private var heldHead: HTTPRequestHead?
     /// Whether a request has been handed on whose response has not ended.
     private var isResponseOpen = false
     private var waiting = CircularBuffer<Event>()
@@ -128,8 +144,15 @@ final class ServerCodec: ChannelDuplexHandler {
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.handOnHeldHead(context)
+        context.fireChannelReadComplete()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        // A head whose end never came has nothing to be answered.
         self.waiting.removeAll()
+        self.heldHead = nil
         context.fireChannelInactive()
     }
 
@@ -138,6 +161,7 @@ final class ServerCodec: ChannelDuplexHandler {
             // Nothing more will be answered.
             self.isDone = true
             self.waiting.removeAll()
+            self.heldHead = nil
         }
         context.close(mode: mode, promise: promise)
     }
@@ -148,15 +172,33 @@ final class ServerCodec: ChannelDuplexHandler {
             self.isRequestOpen = true
             self.isResponseOpen = true
             self.methods.append(head.method)
-        case .body:
-            break
+            switch head.method {
+            case .GET, .HEAD: self.heldHead = head
+            default: context.fireChannelRead(ServerCodec.wrapInboundOut(.head(head)))
+            }
+        case .body(let piece):
+            self.handOnHeldHead(context)
+            context.fireChannelRead(ServerCodec.wrapInboundOut(.body(piece)))
         case .end:
             self.isRequestOpen = false
+            if let head = self.heldHead {
+                self.heldHead = nil
+                context.fireChannelRead(ServerCodec.wrapInboundOut(.whole(head)))
+            } else {
+                context.fireChannelRead(ServerCodec.wrapInboundOut(.end))
+            }
         }
-        context.fireChannelRead(ServerCodec.wrapInboundOut(part))
+    }
+
+    /// Hands on the head held, if any, alone: its body or its end is still to come.
+    private func handOnHeldHead(_ context: ChannelHandlerContext) {
+        guard let head = self.heldHead else { return }
+        self.heldHead = nil
+        context.fireChannelRead(ServerCodec.wrapInboundOut(.head(head)))
     }
 
     private func handOn(_ error: any Error, _ context: ChannelHandlerContext) {
+        self.handOnHeldHead(context)
         // The answer to a request that could not be parsed is awaited as any other.
         if error is HTTPParserError, !self.isResponseOpen {
             self.isRequestOpen = false
@@ -180,7 +222,10 @@ final class ServerCodec: ChannelDuplexHandler {
                 self.handOn(error, context)
             }
         }
-        if handedOnRead { context.fireChannelReadComplete() }
+        if handedOnRead {
+            self.handOnHeldHead(context)
+            context.fireChannelReadComplete()
+        }
         if self.isReadHeld, !self.isAwaitingResponse, self.waiting.isEmpty {
             self.isReadHeld = false
             context.read()

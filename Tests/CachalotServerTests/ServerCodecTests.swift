@@ -11,13 +11,14 @@ import Testing
 struct ServerCodecTests {
     /// Records what the codec hands on, and counts the reads it lets through.
     final class Recorder: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundIn = RequestPart
         var parts: [String] = []
         var errors = 0
         var readCompletes = 0
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch Self.unwrapInboundIn(data) {
+            case .whole(let head): self.parts.append("whole \(head.uri)")
             case .head(let head): self.parts.append("head \(head.uri)")
             case .body: self.parts.append("body")
             case .end: self.parts.append("end")
@@ -99,7 +100,8 @@ struct ServerCodecTests {
 
         let readCompletes = recorder.readCompletes
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("a".utf8)]))
-        #expect(recorder.parts == ["head /a", "end", "head /b", "end"])
+        // /b's head and end waited together: they go on as one part.
+        #expect(recorder.parts == ["head /a", "end", "whole /b"])
         #expect(recorder.readCompletes == readCompletes + 1, "what waited is handed on with a read's completion")
         #expect(counter.reads == readsBefore, "still held: /b's response is awaited")
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("b".utf8)]))
@@ -108,6 +110,41 @@ struct ServerCodecTests {
             try self.written(channel)
                 == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na" + "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb"
         )
+    }
+
+    /// `parts` as one read of the connection: each handed to the pipeline, then the read's completion.
+    private func read(_ parts: [HTTPServerRequestPart], into channel: EmbeddedChannel) throws {
+        for part in parts { channel.pipeline.syncOperations.fireChannelRead(NIOAny(part)) }
+        channel.pipeline.syncOperations.fireChannelReadComplete()
+        try channel.throwIfErrorCaught()
+    }
+
+    @Test("a GET or HEAD read to its end in one read goes on whole; with a body, or an end still to come, in parts")
+    func wholeRequests() throws {
+        let (channel, recorder, _) = try self.channel()
+        try self.read(self.request("/get"), into: channel)
+        #expect(recorder.parts == ["whole /get"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
+
+        // Its head alone when the read completes: the rest comes in another read.
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/later")
+        try self.read([.head(head)], into: channel)
+        #expect(recorder.parts == ["whole /get", "head /later"])
+        try self.read([.end(nil)], into: channel)
+        #expect(recorder.parts == ["whole /get", "head /later", "end"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
+
+        // A body in the same read: the head goes before it.
+        try self.read([.head(head), .body(ByteBuffer(string: "x")), .end(nil)], into: channel)
+        #expect(recorder.parts.suffix(3) == ["head /later", "body", "end"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
+
+        // Other methods go in parts even without a body.
+        try self.read(self.request("/delete", method: .DELETE), into: channel)
+        #expect(recorder.parts.suffix(2) == ["head /delete", "end"])
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
+        try self.read(self.request("/head", method: .HEAD), into: channel)
+        #expect(recorder.parts.last == "whole /head")
     }
 
     @Test("a request's body goes on after its response ended early (a 413), and the next request after it")
@@ -297,21 +334,25 @@ struct ServerCodecTests {
     /// Answers a request for a path under `/hit` at once, as `ImmediateResponder` answers a
     /// memory hit, from inside the codec's handing on.
     final class ImmediateHits: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = HTTPServerRequestPart
-        typealias InboundOut = HTTPServerRequestPart
+        typealias InboundIn = RequestPart
+        typealias InboundOut = RequestPart
         typealias OutboundOut = ResponsePart
         private var uri = ""
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let part = Self.unwrapInboundIn(data)
             if case .head(let head) = part { self.uri = head.uri }
+            if case .whole(let head) = part { self.uri = head.uri }
             guard self.uri.hasPrefix("/hit") else { return context.fireChannelRead(data) }
-            if case .end = part {
+            switch part {
+            case .end, .whole:
                 let head = HTTPResponseHead(version: .http1_1, status: .ok)
                 context.writeAndFlush(
                     Self.wrapOutboundOut(.whole(.head(head), body: [Data(self.uri.utf8)])),
                     promise: nil
                 )
+            case .head, .body:
+                break
             }
         }
     }
@@ -326,7 +367,7 @@ struct ServerCodecTests {
         }
         #expect(recorder.parts == ["head /miss", "end"])
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("/miss".utf8)]))
-        #expect(recorder.parts == ["head /miss", "end", "head /miss2", "end"])
+        #expect(recorder.parts == ["head /miss", "end", "whole /miss2"])
         try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: [Data("/miss2".utf8)]))
         let bodies = try self.written(channel).components(separatedBy: "\r\n\r\n").dropFirst().map {
             $0.prefix(while: { $0 != "H" })
