@@ -23,7 +23,9 @@ struct ByteWriter {
     }
 
     mutating func write(_ bytes: UnsafeRawBufferPointer) {
-        UnsafeMutableRawBufferPointer(rebasing: self.buffer[self.count...]).copyMemory(from: bytes)
+        guard let source = bytes.baseAddress, let target = self.buffer.baseAddress else { return }
+        precondition(bytes.count <= self.buffer.count - self.count, "more bytes than were counted")
+        (target + self.count).copyMemory(from: source, byteCount: bytes.count)
         self.count += bytes.count
     }
 

@@ -133,7 +133,7 @@ final class ProxyResponder: Responder {
     ) -> (head: ClientHead, body: [Data], keepsAlive: Bool)? {
         let started = ContinuousClock.now
         let head = request.head
-        guard head.method == .GET || head.method == .HEAD, request.body == nil, self.refusal(of: head) == nil,
+        guard head.method.isGetOrHead, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
             // The memory tier alone: a disk read may wait on another process's lock or write
             // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
@@ -223,7 +223,7 @@ final class ProxyResponder: Responder {
                 head = ClientHead(resource.response, knownLength: true, via: self.via)
                 head.finish(age: nil, cacheStatus: cacheStatus)
             }
-            body = request.head.method == .HEAD ? .none : .whole
+            body = request.head.method.isHead ? .none : .whole
         }
         return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus, isHit: status.hit)
     }
@@ -244,7 +244,7 @@ final class ProxyResponder: Responder {
     /// and the answer is a 2xx.
     private func evaluatesClientConditions(_ request: ServerRequest, status: Int) -> Bool {
         let method = request.head.method
-        guard method == .GET || method == .HEAD else { return true }
+        guard method.isGetOrHead else { return true }
         return (200..<300).contains(status) && request.head.headers.contains { Self.isClientOwned($0.name) }
     }
 
@@ -266,8 +266,8 @@ final class ProxyResponder: Responder {
     private func content(for request: ServerRequest, with response: HTTPResponse, length: Int?) -> (HTTPResponse, Body)
     {
         let head = request.head
-        guard head.method == .GET || head.method == .HEAD, (200..<300).contains(response.status.code) else {
-            return (response, head.method == .HEAD ? .none : .whole)
+        guard head.method.isGetOrHead, (200..<300).contains(response.status.code) else {
+            return (response, head.method.isHead ? .none : .whole)
         }
         let client = Self.clientRequest(request)
         switch Preconditions.evaluate(client, against: response) {
@@ -336,7 +336,7 @@ final class ProxyResponder: Responder {
         if let host, !ForwardedFields.isValidHost(host) {
             return (.badRequest, "The Host field must be a host name or an IP address, and a port (RFC 9112 §3.2).")
         }
-        if head.method == .CONNECT {
+        if case .CONNECT = head.method {
             return (.notImplemented, "This proxy does not tunnel (CONNECT).")
         }
         guard self.path(of: head.uri) != nil else {
@@ -376,7 +376,8 @@ final class ProxyResponder: Responder {
     func upstreamRequest(for request: ServerRequest, memo: inout UpstreamMemo?) -> HTTPRequest {
         let head = request.head
         guard head.uri.hasPrefix("/") else { return self.upstreamRequest(for: request) }
-        if let kept = memo, kept.method == head.method, kept.version == head.version,
+        if let kept = memo, kept.method.isHead == head.method.isHead, kept.method.isGetOrHead, head.method.isGetOrHead,
+            kept.version == head.version,
             Self.areSame(kept.headers, head.headers)
         {
             var upstream = kept.request
@@ -409,7 +410,7 @@ final class ProxyResponder: Responder {
         // Asked only with proxies to trust: a set hashes what it is asked for even when empty.
         let isTrusted =
             !self.trustedProxies.isEmpty && request.client.canonicalIP.map { self.trustedProxies.contains($0) } == true
-        let isRead = head.method == .GET || head.method == .HEAD
+        let isRead = head.method.isGetOrHead
         let keyedHost = self.configuration.keysHost ? self.clientHost(of: head) : nil
         // Made in one pass over NIO's fields, in the order the origin gets them: a hit makes this
         // request too, for its key and its variant, and needs no other conversion of them.
@@ -521,5 +522,19 @@ extension HTTPMethod {
     /// hyphen, which would forward another method.
     var spelling: String {
         self == .MSEARCH ? "M-SEARCH" : self.rawValue
+    }
+
+    /// Whether it is `GET` or `HEAD`, told by its case: NIO compares two methods by spelling
+    /// them, which a hit did nine times.
+    var isGetOrHead: Bool {
+        switch self {
+        case .GET, .HEAD: true
+        default: false
+        }
+    }
+
+    /// Whether it is `HEAD`, told by its case.
+    var isHead: Bool {
+        if case .HEAD = self { true } else { false }
     }
 }

@@ -348,8 +348,9 @@ final class ServerCodec: ChannelDuplexHandler {
         let code = status.code
         let isInterim = (100..<200).contains(code) && code != 101
         let method = isInterim ? nil : self.methods.popFirst()
-        let mayHaveBody = method != .CONNECT && status.mayHaveResponseBody
-        if !isInterim { self.isBodySuppressed = method == .HEAD || !mayHaveBody }
+        let isConnect = if case .CONNECT? = method { true } else { false }
+        let mayHaveBody = !isConnect && status.mayHaveResponseBody
+        if !isInterim { self.isBodySuppressed = method?.isHead == true || !mayHaveBody }
         let framing: Framing =
             if !mayHaveBody {
                 .bodiless
