@@ -18,6 +18,9 @@ struct ByteWriter {
     }
 
     mutating func write(_ text: String) {
+        // A native string's bytes in place, without a copy of the string to make them so.
+        let wrote: Void? = text.utf8.withContiguousStorageIfAvailable { self.write(UnsafeRawBufferPointer($0)) }
+        guard wrote == nil else { return }
         var text = text
         text.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
     }

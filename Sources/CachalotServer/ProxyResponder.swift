@@ -351,7 +351,7 @@ final class ProxyResponder: Responder {
 
     /// The path and query of an origin-form or absolute-form target; `nil` for another form.
     private func path(of target: String) -> String? {
-        if target.hasPrefix("/") { return target }
+        if target.utf8.first == UInt8(ascii: "/") { return target }
         guard let url = URL(string: target), let scheme = url.scheme?.lowercased(),
             scheme == "http" || scheme == "https"
         else { return nil }
@@ -375,7 +375,7 @@ final class ProxyResponder: Responder {
     /// the same: the connection's. `memo` is left as this request's.
     func upstreamRequest(for request: ServerRequest, memo: inout UpstreamMemo?) -> HTTPRequest {
         let head = request.head
-        guard head.uri.hasPrefix("/") else { return self.upstreamRequest(for: request) }
+        guard head.uri.utf8.first == UInt8(ascii: "/") else { return self.upstreamRequest(for: request) }
         if let kept = memo, kept.method.isHead == head.method.isHead, kept.method.isGetOrHead, head.method.isGetOrHead,
             kept.version == head.version,
             Self.areSame(kept.headers, head.headers)
