@@ -45,6 +45,17 @@ struct ByteWriter {
         self.buffer[start..<self.count].reverse()
     }
 
+    /// The digits, and the `-` if it is negative, that ``write(decimal:)`` writes for `value`.
+    static func decimalLength(_ value: Int) -> Int {
+        var length = value < 0 ? 2 : 1
+        var rest = value.magnitude / 10
+        while rest > 0 {
+            length += 1
+            rest /= 10
+        }
+        return length
+    }
+
     /// A field line, `name: value\r\n`.
     mutating func writeField(_ name: String, _ value: String) {
         self.write(name)

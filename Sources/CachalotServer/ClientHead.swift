@@ -20,8 +20,8 @@ struct ClientHead: Sendable {
     private let kept: HTTPHeaders
     /// ``kept`` as written on the wire, once ``writingKeptFields()`` has written them.
     private var keptWritten: ByteBuffer?
-    /// What ``finish(age:cacheStatus:)`` added, in order.
-    private var added: [(name: String, value: String)] = []
+    /// What ``finish(age:cacheStatus:)`` added.
+    private var added = AddedFields()
     /// The proxy's `Via` element in it: a loader's memory tier may serve servers of other names.
     let via: String
     /// Whether the head has `Date`.
@@ -65,7 +65,7 @@ struct ClientHead: Sendable {
     /// All of its fields: those kept, then those added.
     var headers: HTTPHeaders {
         var headers = self.kept
-        for (name, value) in self.added { headers.add(name: name, value: value) }
+        for (name, value) in self.added.pairs { headers.add(name: name, value: value) }
         return headers
     }
 
@@ -73,13 +73,12 @@ struct ClientHead: Sendable {
     /// response's without it, `Date` if the origin sent none, and `cacheStatus`, the last of
     /// the proxy's own fields.
     mutating func finish(age: Int?, cacheStatus: String) {
-        self.added.reserveCapacity(3)
-        if let age { self.added.append(("Age", String(age))) }
+        self.added.age = age
         if !self.hasDate {
-            self.added.append(("Date", DateField.text()))
+            self.added.date = DateField.text()
             self.hasDate = true
         }
-        self.added.append(("Cache-Status", cacheStatus))
+        self.added.cacheStatus = cacheStatus
     }
 
     /// The head as NIO writes it, for a client that spoke `version`; `closing` adds
@@ -97,17 +96,59 @@ struct ClientHead: Sendable {
         guard let written = self.keptWritten, self.status.mayHaveResponseBody else {
             return .head(self.nioHead(version: version, closing: closing))
         }
-        var fields = self.added
-        if closing { fields.append(("Connection", "close")) }
+        var added = self.added
+        added.closes = closing
         return .prepared(
             PreparedHead(
                 version: version,
                 status: self.status,
                 written: written,
-                fields: fields,
+                added: added,
                 hasContentLength: self.hasContentLength
             )
         )
+    }
+}
+
+/// The fields a head gets for one answer after those kept with it, in this order: `Age`,
+/// `Date`, `Cache-Status` and `Connection: close`, each only if set. Kept as values rather than
+/// as lines, so that a hit makes no list of them and writes `Age`'s digits straight.
+struct AddedFields: Sendable {
+    var age: Int?
+    var date: String?
+    var cacheStatus: String?
+    var closes = false
+
+    /// As names and values, in order.
+    var pairs: [(name: String, value: String)] {
+        var pairs: [(name: String, value: String)] = []
+        if let age { pairs.append(("Age", String(age))) }
+        if let date { pairs.append(("Date", date)) }
+        if let cacheStatus { pairs.append(("Cache-Status", cacheStatus)) }
+        if self.closes { pairs.append(("Connection", "close")) }
+        return pairs
+    }
+
+    /// The bytes ``write(into:)`` writes.
+    var length: Int {
+        var length = 0
+        if let age { length += "Age: \r\n".utf8.count + ByteWriter.decimalLength(age) }
+        if let date { length += ByteWriter.fieldLength("Date", date) }
+        if let cacheStatus { length += ByteWriter.fieldLength("Cache-Status", cacheStatus) }
+        if self.closes { length += "Connection: close\r\n".utf8.count }
+        return length
+    }
+
+    /// Writes the field lines.
+    func write(into writer: inout ByteWriter) {
+        if let age {
+            writer.write("Age: ")
+            writer.write(decimal: age)
+            writer.write("\r\n")
+        }
+        if let date { writer.writeField("Date", date) }
+        if let cacheStatus { writer.writeField("Cache-Status", cacheStatus) }
+        if self.closes { writer.write("Connection: close\r\n") }
     }
 }
 

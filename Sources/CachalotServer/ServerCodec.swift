@@ -44,7 +44,7 @@ struct PreparedHead: Sendable {
     /// `Transfer-Encoding`.
     var written: ByteBuffer
     /// The fields that follow them.
-    var fields: [(name: String, value: String)]
+    var added: AddedFields
     /// Whether either has `Content-Length`.
     var hasContentLength: Bool
 }
@@ -415,16 +415,12 @@ final class ServerCodec: ChannelDuplexHandler {
     /// `head`'s lines: the status line, the fields written already, then the others, then its
     /// framing field; counted, so that they go in one write to a buffer made to fit.
     private func lines(of head: PreparedHead, bodyLength: Int?) -> PreparedLines {
-        let saysClose = head.fields.contains { field in
-            field.name.equalsIgnoringASCIICase("connection")
-                && ForwardedFields.connectionOptions(field.value).contains("close")
-        }
         let framing = self.framing(
             head.status,
             head.version,
             hasLength: head.hasContentLength,
             bodyLength: bodyLength,
-            saysClose: saysClose
+            saysClose: head.added.closes
         )
         let framingField: (name: String, value: String)? =
             switch framing {
@@ -438,7 +434,7 @@ final class ServerCodec: ChannelDuplexHandler {
             ? nil
             : "HTTP/\(head.version.major).\(head.version.minor) \(head.status.code) \(head.status.reasonPhrase)\r\n"
         var count = (statusLine?.utf8.count ?? Self.okStatusLine.utf8CodeUnitCount) + head.written.readableBytes + 2
-        for (name, value) in head.fields { count += ByteWriter.fieldLength(name, value) }
+        count += head.added.length
         if let (name, value) = framingField { count += ByteWriter.fieldLength(name, value) }
         return PreparedLines(head: head, statusLine: statusLine, framingField: framingField, count: count)
     }
@@ -451,7 +447,7 @@ final class ServerCodec: ChannelDuplexHandler {
             var writer = ByteWriter(target)
             if let statusLine = lines.statusLine { writer.write(statusLine) } else { writer.write(Self.okStatusLine) }
             lines.head.written.withUnsafeReadableBytes { writer.write($0) }
-            for (name, value) in lines.head.fields { writer.writeField(name, value) }
+            lines.head.added.write(into: &writer)
             if let (name, value) = lines.framingField { writer.writeField(name, value) }
             writer.write("\r\n")
             return writer.count

@@ -54,4 +54,13 @@ struct ForwardedFieldsTests {
         #expect(ForwardedFields.removingHost(from: "by=\"a\\\"host=b\";for=x") == "by=\"a\\\"host=b\";for=x")
         #expect(ForwardedFields.removingHost(from: "host=only") == nil)
     }
+
+    @Test("The client's validators and ranges are the proxy's own to answer, in any case; no other field is")
+    func clientOwnedFields() {
+        let owned = ["If-None-Match", "if-modified-since", "IF-MATCH", "If-Unmodified-Since", "If-Range", "range"]
+        for name in owned { #expect(ProxyResponder.isClientOwned(name), "\(name)") }
+        for name in ["If-None-Matc", "x-range", "Ranges", "If-Modified", "Accept", "", "If-Unmodified-Sincf"] {
+            #expect(!ProxyResponder.isClientOwned(name), "\(name)")
+        }
+    }
 }

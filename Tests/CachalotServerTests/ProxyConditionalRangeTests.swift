@@ -74,6 +74,9 @@ struct ProxyConditionalRangeTests {
         #expect(both.status == 200)
         let failed = try await proxy.send("/p", headers: [("If-Match", "\"v0\"")])
         #expect(failed.status == 412)
+        let earlier = "Sat, 05 Nov 1994 08:49:37 GMT"
+        #expect(try await proxy.send("/p", headers: [("If-Unmodified-Since", earlier)]).status == 412)
+        #expect(try await proxy.send("/p", headers: [("If-Unmodified-Since", later)]).status == 200)
         try await proxy.stop()
     }
 
