@@ -320,8 +320,7 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
 
     private func scan(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
-        // In locals while the bytes are read: each access to a class's stored property is checked
-        // for exclusivity at run time, which cost more than the scan itself.
+        // The state in locals while the bytes are read, stored back once.
         var line = self.line
         var length = self.length
         var sawLong = false

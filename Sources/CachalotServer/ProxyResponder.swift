@@ -529,7 +529,7 @@ extension HTTPMethod {
     }
 
     /// Whether it is `GET` or `HEAD`, told by its case: NIO compares two methods by spelling
-    /// them, which a hit did nine times.
+    /// them, which a hit did several times over.
     var isGetOrHead: Bool {
         switch self {
         case .GET, .HEAD: true
