@@ -359,25 +359,26 @@ final class ProxyResponder: Responder {
         return (path.isEmpty ? "/" : path) + (url.query(percentEncoded: true).map { "?" + $0 } ?? "")
     }
 
-    /// The request for the origin that one of a connection's requests made, and what it was
-    /// made from: the requests of a connection mostly carry the same fields, and converting them
-    /// costs more than the rest of a hit. Only a request whose target is a path (origin-form)
-    /// is kept, since an absolute-form target may name a host of its own.
+    /// The request for the origin that one of a connection's `GET` or `HEAD` requests made, and
+    /// what it was made from: the requests of a connection mostly carry the same fields, and
+    /// converting them costs more than the rest of a hit. Only a request whose target is a path
+    /// (origin-form) is kept, since an absolute-form target may name a host of its own.
     struct UpstreamMemo {
-        fileprivate let method: HTTPMethod
+        fileprivate let isHead: Bool
         fileprivate let version: HTTPVersion
         fileprivate let headers: HTTPHeaders
         fileprivate let request: HTTPRequest
     }
 
-    /// ``upstreamRequest(for:)``, made from `memo`'s with this request's path if it has the same
-    /// method, version and fields (by name and value, in order, spelt alike), with its client
-    /// the same: the connection's. `memo` is left as this request's.
+    /// ``upstreamRequest(for:)``, made from `memo`'s with this request's path if it is a `GET` or
+    /// `HEAD` like it, of the same version and with the same fields (by name and value, in order,
+    /// spelt alike), its client the same: the connection's. `memo` is left as this request's.
     func upstreamRequest(for request: ServerRequest, memo: inout UpstreamMemo?) -> HTTPRequest {
         let head = request.head
-        guard head.uri.utf8.first == UInt8(ascii: "/") else { return self.upstreamRequest(for: request) }
-        if let kept = memo, kept.method.isHead == head.method.isHead, kept.method.isGetOrHead, head.method.isGetOrHead,
-            kept.version == head.version,
+        guard head.method.isGetOrHead, head.uri.utf8.first == UInt8(ascii: "/") else {
+            return self.upstreamRequest(for: request)
+        }
+        if let kept = memo, kept.isHead == head.method.isHead, kept.version == head.version,
             Self.areSame(kept.headers, head.headers)
         {
             var upstream = kept.request
@@ -386,7 +387,7 @@ final class ProxyResponder: Responder {
             return upstream
         }
         let upstream = self.upstreamRequest(for: request)
-        memo = UpstreamMemo(method: head.method, version: head.version, headers: head.headers, request: upstream)
+        memo = UpstreamMemo(isHead: head.method.isHead, version: head.version, headers: head.headers, request: upstream)
         return upstream
     }
 
