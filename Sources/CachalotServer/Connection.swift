@@ -167,6 +167,11 @@ struct ResponseWriter: Sendable {
 
     /// Writes the pending head, `data` in slices (so that a large, mapped body is not copied
     /// whole at once), and the end if `ending`, in as few crossings as it can.
+    ///
+    /// A body of at most ``ProxyResponder/largestImmediateBody`` is written from its own bytes
+    /// (``ByteBuffer/init(borrowing:)``), as a memory hit's is: it is never a mapped file's
+    /// (the disk tier maps from 8 MiB), whose pages the event loop's write could wait for. A
+    /// larger one is copied, slice by slice, here.
     private mutating func write(_ data: Data, ending: Bool) async throws {
         if ending, data.count <= Self.slice, let head = self.pendingHead {
             // All of it in hand: one part.
@@ -182,7 +187,11 @@ struct ResponseWriter: Sendable {
         var offset = data.startIndex
         while offset < data.endIndex {
             let end = data.index(offset, offsetBy: Self.slice, limitedBy: data.endIndex) ?? data.endIndex
-            for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(buffer)) }
+            if data.count <= ProxyResponder.largestImmediateBody {
+                parts.append(.body(ByteBuffer(borrowing: data[offset..<end])))
+            } else {
+                for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(buffer)) }
+            }
             offset = end
             if offset < data.endIndex {
                 try await self.outbound.write(contentsOf: parts)

@@ -286,7 +286,7 @@ final class ServerCodec: ChannelDuplexHandler {
                 context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
             } else {
                 context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
-                let buffers = body.flatMap { ByteBuffer.copies(of: $0[...]) }
+                let buffers = body.map { ByteBuffer(borrowing: $0) }
                 for (index, piece) in buffers.enumerated() {
                     context.write(
                         ServerCodec.wrapOutboundOut(.byteBuffer(piece)),

@@ -60,6 +60,26 @@ struct ProxyCachingTests {
         try await proxy.stop()
     }
 
+    @Test(
+        "A body comes back byte for byte on the miss and from memory, whole and in a range, whether copied or written from its own bytes",
+        arguments: [1_000, 16_385, 100_000, 1 << 20, (1 << 20) + 1]
+    )
+    func bodyBytes(size: Int) async throws {
+        let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) })
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], data: data) }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 8 << 20)
+        let miss = try await proxy.send("/b")
+        #expect(miss.body == data)
+        let hit = try await proxy.send("/b")
+        #expect(hit.cacheStatus.hasPrefix("cachalot; hit"))
+        #expect(hit.body == data)
+        let range = try await proxy.send("/b", headers: [("Range", "bytes=500-\(size - 2)")])
+        #expect(range.status == 206)
+        #expect(range.body == data[500...(size - 2)])
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
     @Test("A miss is prepared once, on the event loop: memory is asked once, and the request counted once")
     func missPreparedOnce() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }

@@ -93,7 +93,9 @@ enum EntryFile {
     /// cache's, loaded as they are touched, not a copy in the process's memory. It is the
     /// loader's default threshold for writing a body to disk as it arrives. Entry files are
     /// never changed in place (a set renames a new file over the old one), so a mapping keeps
-    /// the bytes it was made with.
+    /// the bytes it was made with. `cachalot serve` counts on bodies of up to 1 MiB never being
+    /// mapped: it writes those from their own bytes on its event loops, which must not wait
+    /// for a page to be read.
     static let mappingThreshold = 8 << 20
 
     /// Reads the whole entry from its open file; `expectedKey`, when given, must be the key in
