@@ -5,8 +5,8 @@ import Synchronization
 /// Bodies written to the socket from the memory they are kept in, rather than from a copy.
 ///
 /// NIO writes `ByteBuffer`s only, and its public API makes one over a `Data`'s bytes only by
-/// copying them: for a 32 KB memory hit, a fifth of its user time; for 1 MB, 14 % of the proxy's
-/// CPU (docs/performance.md). NIO's allocator interface can do without: a buffer made with
+/// copying them: during 1 MB memory hits, that copy was 14 % of the proxy's CPU
+/// (docs/performance.md). NIO's allocator interface can do without: a buffer made with
 /// ``ByteBuffer/init(borrowing:)`` takes the `Data`'s bytes as its storage, with ``allocator``,
 /// whose `deallocate` gives the bytes back when the last copy of the buffer is freed. Its C
 /// functions get nothing but an address, so the `Data`s lent out are kept here, by the address
