@@ -83,6 +83,8 @@ public struct NIOTransport: HTTPTransport {
     /// How the transport connects and how long it waits.
     public let configuration: Configuration
     private let group: any EventLoopGroup
+    /// The loops of ``group``, by identity.
+    private let loops: Set<ObjectIdentifier>
     private let pool: OriginPool
     private let tlsContext: TLSContext
 
@@ -99,6 +101,7 @@ public struct NIOTransport: HTTPTransport {
     ) {
         self.configuration = configuration
         self.group = group
+        self.loops = Set(group.makeIterator().map { ObjectIdentifier($0) })
         self.pool = OriginPool(maximumIdlePerOrigin: max(0, configuration.maximumIdleConnectionsPerOrigin))
         self.tlsContext = TLSContext(configuration: configuration.tls)
     }
@@ -152,7 +155,12 @@ public struct NIOTransport: HTTPTransport {
         let target = try Target(request)
         let head = Self.requestHead(request, target: target, bodyLength: body?.count)
         let buffer = body.map { ByteBuffer(data: $0) }
-        if let kept = self.pool.take(target.origin) {
+        // Sent from a task on one of the transport's loops (`cachalot serve` runs a connection's
+        // task on its loop): on a connection of that loop, so that no thread is crossed.
+        let here = MultiThreadedEventLoopGroup.currentEventLoop.flatMap { loop in
+            self.loops.contains(ObjectIdentifier(loop)) ? loop : nil
+        }
+        if let kept = self.pool.take(target.origin, preferring: here) {
             do {
                 return try await self.exchange(head, body: buffer, on: kept, target: target, interim: interim)
             } catch let error as HTTPTransportError
@@ -162,7 +170,7 @@ public struct NIOTransport: HTTPTransport {
                 // timeout of its own): the request may be sent again, once, on a new connection.
             }
         }
-        let connection = try await self.connect(target)
+        let connection = try await self.connect(target, on: here)
         return try await self.exchange(head, body: buffer, on: connection, target: target, interim: interim)
     }
 
@@ -209,10 +217,11 @@ public struct NIOTransport: HTTPTransport {
 
     // MARK: - Connecting
 
-    private func connect(_ target: Target) async throws -> OriginConnection {
+    /// A new connection to `target`'s origin, on `loop` if given, else on one of ``group``'s.
+    private func connect(_ target: Target, on loop: (any EventLoop)?) async throws -> OriginConnection {
         let tls = target.origin.isSecure ? try self.tlsContext.context() : nil
         let serverName = target.serverName
-        let bootstrap = ClientBootstrap(group: self.group)
+        let bootstrap = ClientBootstrap(group: loop ?? self.group)
             .connectTimeout(Self.timeAmount(self.configuration.connectTimeout))
             .channelOption(ChannelOptions.autoRead, value: false)
             .channelInitializer { channel in

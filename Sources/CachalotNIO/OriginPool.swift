@@ -24,10 +24,18 @@ final class OriginPool: Sendable {
     }
 
     /// An idle connection to `origin`, taken out of the pool; `nil` if none is open.
-    func take(_ origin: Origin) -> OriginConnection? {
+    ///
+    /// The newest on `loop` if there is one there (so that a request sent from a loop's task
+    /// crosses no thread to reach its origin), else the newest of all.
+    func take(_ origin: Origin, preferring loop: (any EventLoop)? = nil) -> OriginConnection? {
         var closed: [OriginConnection] = []
         let found = self.state.withLock { state -> OriginConnection? in
-            while let connection = state.idle[origin]?.popLast() {
+            guard var connections = state.idle[origin] else { return nil }
+            defer { state.idle[origin] = connections }
+            if let loop, let index = connections.lastIndex(where: { $0.channel.eventLoop === loop && $0.isOpen }) {
+                return connections.remove(at: index)
+            }
+            while let connection = connections.popLast() {
                 if connection.isOpen { return connection }
                 closed.append(connection)
             }

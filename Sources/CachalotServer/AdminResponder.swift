@@ -21,6 +21,9 @@ import NIOHTTP1
 /// Everything but `/healthz` needs `Authorization: Bearer <token>` when the server has an
 /// ``CacheServer/Configuration/adminToken``; without it the answer is 401.
 struct AdminResponder: Responder {
+    /// Purges and trims wait on the disk tier: an admin connection's task runs off the loops.
+    let runsOnEventLoop = false
+
     let server: CacheServer
 
     func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {

@@ -324,7 +324,17 @@ public final class CacheServer: Service, Sendable {
                         group.addTask { try? await connection.executeThenClose { _, _ in } }
                         continue
                     }
-                    group.addTask { await self.serve(connection, in: connections, with: responder) }
+                    guard responder.runsOnEventLoop else {
+                        group.addTask { await self.serve(connection, in: connections, with: responder) }
+                        continue
+                    }
+                    // The connection's task, and the flights it starts, on the connection's loop.
+                    let loop = EventLoopExecutor(connection.channel.eventLoop)
+                    group.addTask(executorPreference: loop) {
+                        await TaskPreference.$executor.withValue(loop) {
+                            await self.serve(connection, in: connections, with: responder)
+                        }
+                    }
                 }
             }
         }

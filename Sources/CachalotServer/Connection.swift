@@ -171,7 +171,8 @@ struct ResponseWriter: Sendable {
     /// A body of at most ``ProxyResponder/largestImmediateBody`` is written from its own bytes
     /// (``ByteBuffer/init(borrowing:)``), as a memory hit's is: it is never a mapped file's
     /// (the disk tier maps from 8 MiB), whose pages the event loop's write could wait for. A
-    /// larger one is copied, slice by slice, here.
+    /// larger one is copied, slice by slice, where waiting is allowed (`withBlockingAllowed`):
+    /// the connection's task runs on the event loop.
     private mutating func write(_ data: Data, ending: Bool) async throws {
         if ending, data.count <= Self.slice, let head = self.pendingHead {
             // All of it in hand: one part.
@@ -190,7 +191,11 @@ struct ResponseWriter: Sendable {
             if data.count <= ProxyResponder.largestImmediateBody {
                 parts.append(.body(ByteBuffer(borrowing: data[offset..<end])))
             } else {
-                for buffer in ByteBuffer.copies(of: data[offset..<end]) { parts.append(.body(buffer)) }
+                // Perhaps a mapped file's pages: copied where waiting for the disk is allowed.
+                let slice = data[offset..<end]
+                for buffer in await withBlockingAllowed({ ByteBuffer.copies(of: slice) }) {
+                    parts.append(.body(buffer))
+                }
             }
             offset = end
             if offset < data.endIndex {
@@ -241,6 +246,11 @@ extension HTTPResponseHead {
 protocol Responder: Sendable {
     /// Answers `request` with `writer`; returns whether the connection may stay open.
     func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool
+
+    /// Whether a connection's task runs on the connection's event loop (``EventLoopExecutor``):
+    /// only for a responder that never waits there, on a file or a lock, but through
+    /// `withBlockingAllowed`. Otherwise the task runs on the global concurrent executor.
+    var runsOnEventLoop: Bool { get }
 }
 
 extension CacheServer {

@@ -54,7 +54,8 @@ public struct ImageEndpoint: Sendable {
     /// with 422 before it is decoded. Must be positive. Default: 50 million.
     public var maximumPixelCount: Int
     /// How many images are decoded, resized and encoded at once, on threads of the endpoint's
-    /// own, never on the cooperative threads that carry the proxy's misses and health checks.
+    /// own, never on the event loops and cooperative threads that carry the proxy's misses and
+    /// health checks.
     /// Must be positive. Default: `ImageWorkers.defaultThreadCount`, one fewer than the active
     /// processors and at least one.
     public var threads: Int

@@ -9,8 +9,9 @@ import NIOHTTP1
 /// the others on to the connection's task, prepared, as ``ServerRequestPart/request(_:)``.
 /// Other requests go on in parts, which the task reads with its limits.
 ///
-/// A hit so costs no hop to the cooperative pool and back, which costs more than the hit
-/// itself, and a miss is not converted, keyed and looked up in memory a second time.
+/// A hit so never goes through the connection's task (when that task ran on the cooperative
+/// pool, the hop there and back cost more than the hit itself), and a miss is not converted,
+/// keyed and looked up in memory a second time.
 /// ``ServerCodec`` before it hands over one request at a time, so answers keep their order
 /// whichever path gives them; a hit goes to it whole (``ResponsePart/whole(_:body:)``).
 /// Without a responder (the admin listener), it answers nothing itself.

@@ -18,6 +18,9 @@ import NIOHTTP1
 /// A class: each of a connection's requests uses it, and a copy of its fields would cost a
 /// retain and a release of each.
 final class ProxyResponder: Responder {
+    /// A connection's task runs on its loop: the loader reads and writes files elsewhere, and
+    /// the image endpoint's work goes off the loop (``respond(to:with:)``).
+    let runsOnEventLoop = true
     let server: CacheServer
     /// The origin's scheme, authority and base path (without its last `/`), read once.
     private let origin: (scheme: String, authority: String, base: String)
@@ -52,7 +55,10 @@ final class ProxyResponder: Responder {
 
     func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {
         if let images = self.images, images.claims(request.head.uri), self.refusal(of: request.head) == nil {
-            return try await images.respond(to: request, with: &writer)
+            // Decoding waits for the image workers, and variants are read from their disk tier.
+            return try await withBlockingAllowed { () async throws in
+                try await images.respond(to: request, with: &writer)
+            }
         }
         let started = ContinuousClock.now
         let head = request.head
@@ -67,7 +73,9 @@ final class ProxyResponder: Responder {
         let answer: ResourceStream
         do {
             answer = try await self.server.loader.stream(
-                request.prepared ?? self.server.loader.prepare(self.upstreamRequest(for: request)),
+                // A request with a body was not prepared on its loop: memory is looked in here,
+                // the disk where the loader allows waiting.
+                request.prepared ?? self.server.loader.prepare(self.upstreamRequest(for: request), readsDisk: false),
                 body: request.body.map { Data(buffer: $0) },
                 interim: writer.interim
             )
@@ -136,7 +144,8 @@ final class ProxyResponder: Responder {
         guard head.method.isGetOrHead, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
             // The memory tier alone: a disk read may wait on another process's lock or write
-            // the journal, and an event loop must not wait. A disk hit goes by the connection's task.
+            // the journal, and an event loop must not wait. A disk hit goes by the connection's task,
+            // which reads the disk off the loop.
             let prepared = try? self.server.loader.prepare(
                 self.upstreamRequest(for: request, memo: &memo),
                 readsDisk: false

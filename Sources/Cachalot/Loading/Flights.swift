@@ -206,7 +206,9 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         // The operation (and what it holds, a loader, say) is let go as soon as it returns:
         // before the run counts as ended, not when the task's closure happens to be freed.
         let operation = Claim(operation)
-        let task = Task {
+        // On the executor its caller's task prefers, if it names one (``TaskPreference``): a
+        // flight started from an event loop's task exchanges with the origin on that loop.
+        let task = Task(executorPreference: TaskPreference.executor) {
             await self.perform(operation.take(), run, key: key)
             guard !run.afterAnswering.isEmpty else {
                 self.running.end()

@@ -49,7 +49,8 @@ extension ResourceLoader {
             // The redirect's own body is read (and so stored, if it may be), up to a bound.
             try await answer.drainRedirect(from: request.url)
             redirects.append(url)
-            prepared = try self.prepare(next.request, policy: prepared.policy)
+            let policy = prepared.policy
+            prepared = try await withBlockingAllowed { try self.prepare(next.request, policy: policy) }
             body = next.body
         }
     }
@@ -62,7 +63,12 @@ extension ResourceLoader {
         _ delivery: Delivery
     ) async throws -> ResourceStream {
         let request = prepared.request
-        var step = prepared.step ?? self.resume(prepared)
+        var step: LoadPlan.Step
+        if let prepared = prepared.step {
+            step = prepared
+        } else {
+            step = await withBlockingAllowed { self.resume(prepared) }
+        }
         if step.answer == nil { step = await self.consultingSharedTiers(step, for: request, policy: prepared.policy) }
         var answer: ResourceStream
         switch step {

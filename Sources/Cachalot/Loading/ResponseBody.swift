@@ -115,7 +115,7 @@ struct ResponseBody: AsyncSequence, Sendable {
             do {
                 piece = try await self.pieces.next()
             } catch {
-                self.stopKeeping()
+                await self.stopKeepingOffTheLoop()
                 self.isFinished = true
                 try Task.checkCancellation()
                 throw LoadError(
@@ -129,7 +129,7 @@ struct ResponseBody: AsyncSequence, Sendable {
                 do {
                     try await self.finish()
                 } catch {
-                    self.stopKeeping()
+                    await self.stopKeepingOffTheLoop()
                     throw error
                 }
                 return nil
@@ -142,9 +142,15 @@ struct ResponseBody: AsyncSequence, Sendable {
             }
             if self.isKeeping {
                 do {
-                    try self.keep(piece)
+                    // A piece that goes to a file is written where waiting is allowed; one kept in
+                    // memory is kept in place.
+                    if self.goesToFile(piece) {
+                        try await withBlockingAllowed { () throws in try self.keep(piece) }
+                    } else {
+                        try self.keep(piece)
+                    }
                 } catch {
-                    self.stopKeeping()
+                    await self.stopKeepingOffTheLoop()
                     self.isFinished = true
                     throw error
                 }
@@ -156,12 +162,8 @@ struct ResponseBody: AsyncSequence, Sendable {
         /// threshold (or announced to be) or the loader holds more than its budget of bodies in
         /// memory, else to memory.
         private mutating func keep(_ piece: Data) throws {
-            let threshold = self.body.loader.configuration.streamingThreshold
             do throws(CacheError) {
-                if self.writer == nil,
-                    self.held.count + piece.count > threshold || (self.expected ?? 0) > threshold
-                        || self.body.loader.bodies.isExceeded
-                {
+                if self.writer == nil, self.goesToFile(piece) {
                     try self.spool()
                 }
                 if let writer = self.writer {
@@ -185,6 +187,15 @@ struct ResponseBody: AsyncSequence, Sendable {
                 try self.unspool()
                 if self.held.count < self.received { self.held.append(piece) }
             }
+        }
+
+        /// Whether keeping `piece` writes to a file: the body has one already, or is to have one
+        /// now (see ``keep(_:)``).
+        private func goesToFile(_ piece: Data) -> Bool {
+            if self.writer != nil { return true }
+            let threshold = self.body.loader.configuration.streamingThreshold
+            return self.held.count + piece.count > threshold || (self.expected ?? 0) > threshold
+                || self.body.loader.bodies.isExceeded
         }
 
         /// Moves what is held to a new file of the disk tier, which takes the rest of the body:
@@ -222,6 +233,15 @@ struct ResponseBody: AsyncSequence, Sendable {
             }
         }
 
+        /// ``stopKeeping()``, where waiting is allowed if it removes a file.
+        private mutating func stopKeepingOffTheLoop() async {
+            if self.writer != nil {
+                await withBlockingAllowed { self.stopKeeping() }
+            } else {
+                self.stopKeeping()
+            }
+        }
+
         /// Stops keeping the body: what was kept is let go.
         private mutating func stopKeeping() {
             if self.writer != nil { self.body.shared?.spoolStopped(at: self.spooled) }
@@ -242,6 +262,29 @@ struct ResponseBody: AsyncSequence, Sendable {
             }
             let loader = self.body.loader
             let storage = self.isStoring ? self.body.incoming : nil
+            if self.writer != nil {
+                try await withBlockingAllowed { () throws in try self.finishFile(storage: storage) }
+            } else {
+                // Out of flight: the memory tier counts what it keeps.
+                let body = self.held.take()
+                if self.isCollecting { self.collected = body }
+                if let storage {
+                    let response = CachedResponse(stored: storage.stored, body: body)
+                    await loader.tiers.save(
+                        response,
+                        url: storage.url,
+                        request: storage.request,
+                        after: self.run?.afterAnswering
+                    )
+                }
+            }
+            self.isStoring = false
+        }
+
+        /// Ends a body that went to a file: maps it back if it is collected, and makes it the
+        /// stored entry if it is stored, else removes it. Waits on the file system.
+        private mutating func finishFile(storage: ResourceLoader.Incoming?) throws {
+            let loader = self.body.loader
             if let writer = self.writer {
                 if self.isCollecting {
                     do {
@@ -260,21 +303,7 @@ struct ResponseBody: AsyncSequence, Sendable {
                     writer.discard()
                 }
                 self.writer = nil
-            } else {
-                // Out of flight: the memory tier counts what it keeps.
-                let body = self.held.take()
-                if self.isCollecting { self.collected = body }
-                if let storage {
-                    let response = CachedResponse(stored: storage.stored, body: body)
-                    await loader.tiers.save(
-                        response,
-                        url: storage.url,
-                        request: storage.request,
-                        after: self.run?.afterAnswering
-                    )
-                }
             }
-            self.isStoring = false
         }
     }
 }

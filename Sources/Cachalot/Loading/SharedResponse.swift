@@ -196,7 +196,7 @@ final class SharedResponse: Sendable {
             case .spooled(let spool, let count):
                 let data: Data
                 do {
-                    data = try spool.read(at: offset, count: count)
+                    data = try await withBlockingAllowed { () throws in try spool.read(at: offset, count: count) }
                 } catch {
                     throw LoadError(
                         .storage,

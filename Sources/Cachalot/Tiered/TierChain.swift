@@ -386,16 +386,21 @@ final class TierChain: Sendable {
             if !isStarted { failed(.sharedStoring(key, nil)) }
         }
         if self.memory == nil {
-            self.writes.drain()
+            await self.drainWrites()
             await self.writes.wait(untilMade: ticket)
         } else if ticket.backlog > Self.largestWriteBacklog {
-            self.writes.drain()
+            await self.drainWrites()
             await self.writes.wait(untilBacklogIsAtMost: Self.largestWriteBacklog)
         } else if let answering {
             answering.add { [writes] in writes.drain() }
         } else {
             Task(priority: .background) { [writes] in writes.drain() }
         }
+    }
+
+    /// Makes the writes queued, on this task, where waiting on the disk is allowed.
+    private func drainWrites() async {
+        await withBlockingAllowed { self.writes.drain() }
     }
 
     /// Makes a large body written as it arrived into the stored entry under `key` (`url`'s
@@ -446,7 +451,7 @@ final class TierChain: Sendable {
             let ticket = self.writes.enqueue(bytes: 0) { [self] in
                 do throws(CacheError) { try self.removeFromDisk(key) } catch { failed(.invalidating(key, error)) }
             }
-            self.writes.drain()
+            await self.drainWrites()
             await self.writes.wait(untilMade: ticket)
         }
     }
@@ -457,7 +462,7 @@ final class TierChain: Sendable {
         try await self.removals.run { () async throws(CacheError) in
             // A write queued before the purge must not land after it and bring back what it removed.
             let ticket = self.writes.enqueue(bytes: 0) {}
-            self.writes.drain()
+            await self.drainWrites()
             await self.writes.wait(untilMade: ticket)
             await self.sharedWrites.waitForWrites(to: nil)
             // The shared tiers first: a load meanwhile cannot bring back from them what memory
@@ -471,7 +476,7 @@ final class TierChain: Sendable {
                     failure = error
                 }
             }
-            removed += try self.removeLocal(removal)
+            removed += try await withBlockingAllowed { () throws(CacheError) in try self.removeLocal(removal) }
             if let failure { throw failure }
             return removed
         }

@@ -52,6 +52,8 @@ final class ProxyHarness: Sendable {
         memoryCostLimit: Int? = 0,
         targetedFields: [HTTPField.Name] = CacheServer.targetedFields,
         staleIfUnreachable: Bool = false,
+        streamingThreshold: Int? = nil,
+        diskWatch: DiskWatch? = nil,
         configure: (inout CacheServer.Configuration) -> Void = { _ in }
     ) async throws {
         self.origin = origin
@@ -66,11 +68,12 @@ final class ProxyHarness: Sendable {
             memoryCostLimit: memoryCostLimit
         )
         loaderConfiguration.maximumRedirects = 0
+        if let streamingThreshold { loaderConfiguration.streamingThreshold = streamingThreshold }
         self.loader = try ResourceLoader(
             configuration: loaderConfiguration,
             // The proxy's own transport, as `cachalot serve` has it.
             transport: NIOTransport(configuration: .init(responseTimeout: originTimeout, idleTimeout: originTimeout)),
-            disk: self.disk
+            disk: diskWatch.map { [disk = self.disk] in WatchedDisk(disk: disk, watch: $0) } ?? self.disk
         )
         var configuration = CacheServer.Configuration(
             origin: origin.url("/"),
