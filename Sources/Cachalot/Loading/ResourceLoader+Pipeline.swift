@@ -63,9 +63,10 @@ extension ResourceLoader {
         _ delivery: Delivery
     ) async throws -> ResourceStream {
         let request = prepared.request
+        // Memory decided it, or the disk is read where waiting is allowed.
         var step: LoadPlan.Step
-        if let prepared = prepared.step {
-            step = prepared
+        if let decided = prepared.step {
+            step = decided
         } else {
             step = await withBlockingAllowed { self.resume(prepared) }
         }

@@ -284,26 +284,24 @@ struct ResponseBody: AsyncSequence, Sendable {
         /// Ends a body that went to a file: maps it back if it is collected, and makes it the
         /// stored entry if it is stored, else removes it. Waits on the file system.
         private mutating func finishFile(storage: ResourceLoader.Incoming?) throws {
-            let loader = self.body.loader
-            if let writer = self.writer {
-                if self.isCollecting {
-                    do {
-                        self.collected = try writer.mappedBody()
-                    } catch {
-                        throw LoadError(
-                            .storage,
-                            "Mapping the body from the disk tier failed: \(error)",
-                            underlying: error
-                        )
-                    }
+            guard let writer = self.writer else { return }
+            if self.isCollecting {
+                do {
+                    self.collected = try writer.mappedBody()
+                } catch {
+                    throw LoadError(
+                        .storage,
+                        "Mapping the body from the disk tier failed: \(error)",
+                        underlying: error
+                    )
                 }
-                if let storage, let names = storage.storage?.names, let key = storage.storage?.key {
-                    loader.tiers.commit(writer, key: key, variants: names, url: storage.url, size: self.received)
-                } else {
-                    writer.discard()
-                }
-                self.writer = nil
             }
+            if let storage, let names = storage.storage?.names, let key = storage.storage?.key {
+                self.body.loader.tiers.commit(writer, key: key, variants: names, url: storage.url, size: self.received)
+            } else {
+                writer.discard()
+            }
+            self.writer = nil
         }
     }
 }
