@@ -1,9 +1,9 @@
 /// Where the loader's async work runs, for a caller whose task prefers an executor of its own.
 ///
 /// `cachalot serve` runs each connection's task on the event loop that reads its requests, so
-/// that a miss crosses no thread between the client, the loader and the origin (a hop costs
-/// 26–39 µs; see docs/performance.md). An event loop must never wait on a file, a lock held by
-/// another process or the journal: the loader's async paths do such work through
+/// that a miss crosses no thread between the client, the loader and the origin (a hop to another
+/// thread and back costs more than a small hit: docs/serve.md). An event loop must never wait on
+/// a file, a lock held by another process or the journal: the loader's async paths do such work through
 /// ``withBlockingAllowed(_:)``, which moves it to the global concurrent executor for the task
 /// that prefers another, and the flights a load starts run on ``executor``, as its caller's
 /// task does. A caller without a preference (a library user's task, the CLI) sees neither: its
