@@ -55,7 +55,8 @@ final class ProxyResponder: Responder {
 
     func respond(to request: ServerRequest, with writer: inout ResponseWriter) async throws -> Bool {
         if let images = self.images, images.claims(request.head.uri), self.refusal(of: request.head) == nil {
-            // Decoding waits for the image workers, and variants are read from their disk tier.
+            // The image pipeline reads its originals and variants from disk as it goes, and so do
+            // the flights it starts: all of it off the loop.
             return try await withBlockingAllowed { () async throws in
                 try await images.respond(to: request, with: &writer)
             }

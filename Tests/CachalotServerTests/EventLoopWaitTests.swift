@@ -1,3 +1,4 @@
+import CachalotImages
 import CachalotServer
 import CachalotTestOrigin
 import CachalotTesting
@@ -53,6 +54,34 @@ struct EventLoopWaitTests {
         // Each kind of call was made: lookups, whole writes, streamed writes, removals.
         #expect(Set(calls.keys).isSuperset(of: ["entry", "set", "makeEntryWriter", "append", "commit", "removeValue"]))
         #expect(onLoop.isEmpty, "disk calls made on an event loop: \(onLoop)")
+    }
+
+    @Test("The image endpoint reads and writes its variants, and the loader its originals, off the loops")
+    func imageWorkOffTheLoops() async throws {
+        let origin = try await ImageEndpointTests.origin()
+        let (loaderWatch, variantsWatch) = (DiskWatch(), DiskWatch())
+        let directory = try TemporaryDirectory()
+        let endpoint = ImageEndpoint(
+            signing: .key(ImageEndpointTests.key),
+            variants: WatchedDisk(
+                disk: try DiskCache(directory: directory.url.appending(path: "variants")),
+                watch: variantsWatch
+            ),
+            maximumSourceSize: 1 << 20,
+            maximumPixelCount: 1_000_000
+        )
+        let proxy = try await ProxyHarness(origin: origin, diskWatch: loaderWatch) { $0.images = endpoint }
+        let path = endpoint.path(for: "/photo.jpg", options: "w64,h64")
+        let made = try await proxy.send(path, headers: [("Accept", "image/webp")])
+        #expect(made.status == 200)
+        let hit = try await proxy.send(path, headers: [("Accept", "image/webp")])
+        #expect(hit.body == made.body)
+        try await proxy.stop()
+
+        #expect(loaderWatch.counts.calls["set"] != nil)
+        #expect(Set(variantsWatch.counts.calls.keys).isSuperset(of: ["entry", "set"]))
+        #expect(loaderWatch.counts.onLoop.isEmpty, "the originals' disk calls on an event loop")
+        #expect(variantsWatch.counts.onLoop.isEmpty, "the variants' disk calls on an event loop")
     }
 }
 

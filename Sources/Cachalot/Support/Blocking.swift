@@ -19,12 +19,23 @@ package enum TaskPreference {
 /// Runs `work`, which may wait on the file system, where waiting is allowed.
 ///
 /// In a task that prefers an executor of its own (an event loop), `work` runs on the global
-/// concurrent executor, and the task goes back to its executor when `work` returns. In any other
-/// task `work` runs in place: the check costs a few nanoseconds and no hop.
+/// concurrent executor, and so do the flights it starts (``TaskPreference/executor`` is `nil`
+/// for its length: the image pipeline's flights read their variants from disk); the task goes
+/// back to its executor when `work` returns. In any other task `work` runs in place: the check
+/// costs a few nanoseconds and no hop.
 package func withBlockingAllowed<T, Failure: Error>(
     _ work: () async throws(Failure) -> T
 ) async throws(Failure) -> T {
     let prefersAnExecutor = withUnsafeCurrentTask { task in task?.unownedTaskExecutor != nil }
     guard prefersAnExecutor else { return try await work() }
-    return try await withTaskExecutorPreference(globalConcurrentExecutor, operation: work)
+    let result: Result<T, Failure> = await withTaskExecutorPreference(globalConcurrentExecutor) {
+        await TaskPreference.$executor.withValue(nil) {
+            do throws(Failure) {
+                return .success(try await work())
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+    return try result.get()
 }
