@@ -20,7 +20,8 @@ struct SharedWritesTests {
     }
 
     /// Queues a write that waits for `gate` to finish and holds `probe`, and nothing else does.
-    private static func enqueueHolding(_ probe: ReleaseProbe, into writes: SharedWrites, after gate: AsyncStream<Void>) {
+    private static func enqueueHolding(_ probe: ReleaseProbe, into writes: SharedWrites, after gate: AsyncStream<Void>)
+    {
         let isQueued = writes.enqueue(key: "key", bytes: 1) {
             for await _ in gate {}
             _ = probe
