@@ -135,6 +135,8 @@ struct ResponseWriter: Sendable {
 
     /// Writes the pending head now, without waiting for the body's first piece: for a body that
     /// comes from the origin, whose first piece may be long in coming (or never come).
+    /// ``ServerCodec`` sends it with that piece if the piece comes in the jobs the event loop
+    /// has queued, and alone once they have run.
     mutating func flushHead() async throws {
         guard let head = self.pendingHead else { return }
         self.pendingHead = nil

@@ -115,6 +115,11 @@ final class ServerCodec: ChannelDuplexHandler {
     /// Whether the connection waits for a response before it reads or hands on anything more.
     private var isAwaitingResponse: Bool { self.isResponseOpen && !self.isRequestOpen }
 
+    /// Whether a head was written and nothing after it, nor a flush (see ``flush(context:)``).
+    private var isHeadAlone = false
+    /// Whether a flush was put off for a head written alone, and has not happened yet.
+    private var isFlushPutOff = false
+
     // MARK: - Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -157,6 +162,11 @@ final class ServerCodec: ChannelDuplexHandler {
     }
 
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if self.isFlushPutOff {
+            // A head whose flush was put off goes before the output closes.
+            self.isFlushPutOff = false
+            context.flush()
+        }
         if mode == .output {
             // Nothing more will be answered.
             self.isDone = true
@@ -235,11 +245,14 @@ final class ServerCodec: ChannelDuplexHandler {
     // MARK: - Responses
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch ServerCodec.unwrapOutboundIn(data) {
+        let part = ServerCodec.unwrapOutboundIn(data)
+        if case .head = part {} else { self.isHeadAlone = false }
+        switch part {
         case .head(let head):
             var buffer = context.channel.allocator.buffer(capacity: 256)
             self.writeHead(head, bodyLength: nil, into: &buffer)
             context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+            self.isHeadAlone = true
         case .body(let piece):
             guard !self.isBodySuppressed else {
                 promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
@@ -295,6 +308,27 @@ final class ServerCodec: ChannelDuplexHandler {
                 }
             }
             self.endResponse(context)
+        }
+    }
+
+    /// Flushes what was written, but for a head written alone, whose flush waits until the
+    /// event loop has run what it had queued: an origin's head and the first piece of its body
+    /// mostly come in one read, and the piece reaches the connection's task in those jobs. The
+    /// piece's flush then sends both in one write, which wakes the client once, not twice. If
+    /// no piece comes by then (a slow origin), the head goes alone, as before.
+    func flush(context: ChannelHandlerContext) {
+        if self.isHeadAlone {
+            self.isHeadAlone = false
+            guard !self.isFlushPutOff else { return }
+            self.isFlushPutOff = true
+            context.eventLoop.assumeIsolated().execute {
+                guard self.isFlushPutOff else { return }
+                self.isFlushPutOff = false
+                context.flush()
+            }
+        } else {
+            self.isFlushPutOff = false
+            context.flush()
         }
     }
 

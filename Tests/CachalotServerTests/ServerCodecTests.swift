@@ -178,7 +178,7 @@ struct ServerCodecTests {
     func framing() throws {
         let (channel, _, _) = try self.channel()
         for part in self.request("/a") { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.head(self.head(.ok, [("X", "1")])))
+        channel.writeAndFlush(ResponsePart.head(self.head(.ok, [("X", "1")])), promise: nil)
         try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abcdefghijklmnopq")))
         try channel.writeOutbound(ResponsePart.end)
         #expect(
@@ -187,17 +187,52 @@ struct ServerCodecTests {
         )
 
         for part in self.request("/b", version: .http1_0) { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.head(self.head(.ok, version: .http1_0)))
+        channel.writeAndFlush(ResponsePart.head(self.head(.ok, version: .http1_0)), promise: nil)
         try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abc")))
         try channel.writeOutbound(ResponsePart.end)
         #expect(try self.written(channel) == "HTTP/1.0 200 OK\r\n\r\nabc")
+    }
+
+    @Test("a head written alone is flushed with its body's first piece when that follows in the loop's queued jobs")
+    func headFlushedWithFirstPiece() throws {
+        let (channel, _, _) = try self.channel()
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"
+        for part in self.request("/a") { try channel.writeInbound(part) }
+        channel.write(ResponsePart.head(self.head(.ok, [("Content-Length", "3")])), promise: nil)
+        channel.flush()
+        #expect(try self.written(channel) == "", "the head's flush is put off")
+        channel.write(ResponsePart.body(ByteBuffer(string: "abc")), promise: nil)
+        channel.flush()
+        #expect(try self.written(channel) == head + "abc", "the piece's flush sends both")
+        channel.write(ResponsePart.end, promise: nil)
+        channel.flush()
+        channel.embeddedEventLoop.run()
+        #expect(try self.written(channel) == "", "the put-off flush has nothing left to send")
+
+        // No piece follows: the head goes alone once the loop has run its queued jobs.
+        for part in self.request("/b") { try channel.writeInbound(part) }
+        channel.write(ResponsePart.head(self.head(.ok, [("Content-Length", "3")])), promise: nil)
+        channel.flush()
+        #expect(try self.written(channel) == "")
+        channel.embeddedEventLoop.run()
+        #expect(try self.written(channel) == head)
+        try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abc")))
+        try channel.writeOutbound(ResponsePart.end)
+        #expect(try self.written(channel) == "abc")
+
+        // A close of the output sends a head whose flush was put off first.
+        for part in self.request("/c") { try channel.writeInbound(part) }
+        channel.write(ResponsePart.head(self.head(.ok, [("Content-Length", "3")])), promise: nil)
+        channel.flush()
+        channel.close(mode: .output, promise: nil)
+        #expect(try self.written(channel) == head)
     }
 
     @Test("a response to HEAD keeps its Content-Length and carries no body; a 304 and a 204 carry neither")
     func bodiless() throws {
         let (channel, _, _) = try self.channel()
         for part in self.request("/h", method: .HEAD) { try channel.writeInbound(part) }
-        try channel.writeOutbound(ResponsePart.head(self.head(.ok, [("Content-Length", "5")])))
+        channel.writeAndFlush(ResponsePart.head(self.head(.ok, [("Content-Length", "5")])), promise: nil)
         #expect(throws: NIOHTTPResponseEncoderError.responseBodyNotAllowed) {
             try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "hello")))
         }
@@ -211,8 +246,9 @@ struct ServerCodecTests {
         #expect(try self.written(channel) == "HTTP/1.1 304 Not Modified\r\nETag: \"e\"\r\n\r\n")
 
         for part in self.request("/z") { try channel.writeInbound(part) }
-        try channel.writeOutbound(
-            ResponsePart.head(self.head(.noContent, [("Content-Length", "3"), ("Transfer-Encoding", "chunked")]))
+        channel.writeAndFlush(
+            ResponsePart.head(self.head(.noContent, [("Content-Length", "3"), ("Transfer-Encoding", "chunked")])),
+            promise: nil
         )
         #expect(throws: NIOHTTPResponseEncoderError.responseBodyNotAllowed) {
             try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "abc")))
@@ -319,7 +355,7 @@ struct ServerCodecTests {
             if whole {
                 try channel.writeOutbound(ResponsePart.whole(.head(head), body: [Data("a".utf8)]))
             } else {
-                try channel.writeOutbound(ResponsePart.head(head))
+                channel.writeAndFlush(ResponsePart.head(head), promise: nil)
                 try channel.writeOutbound(ResponsePart.body(ByteBuffer(string: "a")))
                 try channel.writeOutbound(ResponsePart.end)
             }
