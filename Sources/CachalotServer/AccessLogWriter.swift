@@ -111,16 +111,19 @@ final class AccessLogWriter: Sendable {
     private func drain() {
         let interval = TimeAmount(self.configuration.flushInterval).nanoseconds
         var clock = LineClock()
+        // Swapped with the buffer's array, so that each keeps its capacity from one batch to the
+        // next: the event loops' appends then grow no array between batches of the same size.
+        var batch: [AccessLogRecord] = []
         while true {
             _ = self.wake.wait(timeout: .now() + .nanoseconds(Int(clamping: interval)))
-            let (batch, dropped, isFinished) = self.state.withLock { state in
+            let (dropped, isFinished) = self.state.withLock { state in
+                swap(&batch, &state.pending)
                 defer {
-                    state.pending = []
                     state.pendingBytes = 0
                     state.dropped = 0
                     state.isWoken = false
                 }
-                return (state.pending, state.dropped, state.isFinished)
+                return (state.dropped, state.isFinished)
             }
             if dropped > 0 {
                 self.onDrop(dropped)
@@ -130,10 +133,8 @@ final class AccessLogWriter: Sendable {
                 )
             }
             if !batch.isEmpty {
-                var bytes: [UInt8] = []
-                bytes.reserveCapacity(batch.reduce(0) { $0 + $1.size })
-                for record in batch { Self.append(record, as: self.configuration.format, clock: &clock, to: &bytes) }
-                self.configuration.output(bytes)
+                self.configuration.output(Self.lines(of: batch, as: self.configuration.format, clock: &clock))
+                batch.removeAll(keepingCapacity: true)
             }
             if isFinished { break }
         }
@@ -150,120 +151,143 @@ final class AccessLogWriter: Sendable {
     /// Appends `record`'s line, with its newline, in `format`.
     static func append(_ record: AccessLogRecord, as format: AccessLog.Format, to bytes: inout [UInt8]) {
         var clock = LineClock()
-        Self.append(record, as: format, clock: &clock, to: &bytes)
+        bytes += Self.lines(of: [record], as: format, clock: &clock)
     }
 
-    /// Appends `record`'s line, its time written with `clock`. Written as bytes, without a
-    /// string made for any part: the log's thread writes a line for every request.
-    static func append(
+    /// The lines of `records`, each with its newline, their times written with `clock`: written
+    /// into one array sized beforehand for the longest they could be, without a string made for
+    /// any part and without a check of the array's room or ownership per part, since the log's
+    /// thread writes a line for every request.
+    static func lines(of records: [AccessLogRecord], as format: AccessLog.Format, clock: inout LineClock) -> [UInt8] {
+        let bound = records.reduce(0) { $0 + Self.longestLine(of: $1) }
+        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            var writer = ByteWriter(buffer)
+            for record in records { Self.write(record, as: format, clock: &clock, into: &writer) }
+            count = writer.count
+        }
+    }
+
+    /// The most bytes `record`'s line can take in either format: each byte of its strings
+    /// escaped as six (`\u00HH`), and room for the rest at its longest (the time, the labels and
+    /// three figures of at most 20 digits and a sign each).
+    private static func longestLine(of record: AccessLogRecord) -> Int {
+        let strings =
+            (record.client?.utf8.count ?? 0) + record.method.utf8.count + record.target.utf8.count
+            + record.cacheStatus.utf8.count
+        return 6 * strings + 256
+    }
+
+    /// Writes `record`'s line, with its newline.
+    private static func write(
         _ record: AccessLogRecord,
         as format: AccessLog.Format,
         clock: inout LineClock,
-        to bytes: inout [UInt8]
+        into writer: inout ByteWriter
     ) {
         switch format.code {
         case .text:
-            clock.append(record.time, to: &bytes)
-            bytes.append(UInt8(ascii: " "))
-            bytes += (record.client ?? "-").utf8
-            bytes.append(UInt8(ascii: " "))
-            self.appendVisible(record.method, to: &bytes)
-            bytes.append(UInt8(ascii: " "))
-            self.appendVisible(record.target, to: &bytes)
-            self.appendFigures(record, labels: (" ", " bytes=", " ms="), to: &bytes)
-            bytes += " cache=".utf8
-            self.appendVisible(record.cacheStatus, to: &bytes, keepingSpaces: true)
+            clock.write(record.time, into: &writer)
+            writer.write(byte: UInt8(ascii: " "))
+            writer.write(record.client ?? "-")
+            writer.write(byte: UInt8(ascii: " "))
+            Self.writeVisible(record.method, into: &writer)
+            writer.write(byte: UInt8(ascii: " "))
+            Self.writeVisible(record.target, into: &writer)
+            Self.writeFigures(record, labels: (" ", " bytes=", " ms="), into: &writer)
+            writer.write(" cache=")
+            Self.writeVisible(record.cacheStatus, keepingSpaces: true, into: &writer)
         case .json:
-            bytes += "{\"time\":\"".utf8
-            clock.append(record.time, to: &bytes)
-            bytes += "\",\"client\":".utf8
-            if let client = record.client { self.appendJSONString(client, to: &bytes) } else { bytes += "null".utf8 }
-            bytes += ",\"method\":".utf8
-            self.appendJSONString(record.method, to: &bytes)
-            bytes += ",\"target\":".utf8
-            self.appendJSONString(record.target, to: &bytes)
-            self.appendFigures(record, labels: (",\"status\":", ",\"bytes\":", ",\"ms\":"), to: &bytes)
-            bytes += ",\"cache\":".utf8
-            self.appendJSONString(record.cacheStatus, to: &bytes)
-            bytes.append(UInt8(ascii: "}"))
+            writer.write("{\"time\":\"")
+            clock.write(record.time, into: &writer)
+            writer.write("\",\"client\":")
+            if let client = record.client { Self.writeJSONString(client, into: &writer) } else { writer.write("null") }
+            writer.write(",\"method\":")
+            Self.writeJSONString(record.method, into: &writer)
+            writer.write(",\"target\":")
+            Self.writeJSONString(record.target, into: &writer)
+            Self.writeFigures(record, labels: (",\"status\":", ",\"bytes\":", ",\"ms\":"), into: &writer)
+            writer.write(",\"cache\":")
+            Self.writeJSONString(record.cacheStatus, into: &writer)
+            writer.write(byte: UInt8(ascii: "}"))
         }
-        bytes.append(UInt8(ascii: "\n"))
+        writer.write(byte: UInt8(ascii: "\n"))
     }
 
     /// The record's status, body bytes and milliseconds, each after its label in the format.
-    private static func appendFigures(
+    private static func writeFigures(
         _ record: AccessLogRecord,
         labels: (status: StaticString, bytes: StaticString, milliseconds: StaticString),
-        to bytes: inout [UInt8]
+        into writer: inout ByteWriter
     ) {
-        labels.status.withUTF8Buffer { bytes += $0 }
-        self.appendDecimal(record.status, to: &bytes)
-        labels.bytes.withUTF8Buffer { bytes += $0 }
-        self.appendDecimal(record.bytes, to: &bytes)
-        labels.milliseconds.withUTF8Buffer { bytes += $0 }
-        self.appendMilliseconds(record.microseconds, to: &bytes)
-    }
-
-    /// `value` in decimal, with at least `digits` digits (zeros before).
-    static func appendDecimal(_ value: some BinaryInteger, digits: Int = 1, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        // Written from the last digit, then turned around in place.
-        let start = bytes.endIndex
-        var magnitude = value.magnitude
-        while magnitude > 0 || bytes.endIndex - start < digits {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        }
-        var (low, high) = (start, bytes.endIndex - 1)
-        while low < high {
-            bytes.swapAt(low, high)
-            (low, high) = (low + 1, high - 1)
-        }
-    }
-
-    /// `microseconds` as milliseconds with three decimals: `1.234`.
-    private static func appendMilliseconds(_ microseconds: Int64, to bytes: inout [UInt8]) {
-        if microseconds < 0 { bytes.append(UInt8(ascii: "-")) }
-        self.appendDecimal(microseconds.magnitude / 1_000, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        self.appendDecimal(microseconds.magnitude % 1_000, digits: 3, to: &bytes)
+        writer.write(labels.status)
+        writer.write(decimal: record.status)
+        writer.write(labels.bytes)
+        writer.write(decimal: record.bytes)
+        writer.write(labels.milliseconds)
+        // `microseconds` as milliseconds with three decimals: `1.234`.
+        if record.microseconds < 0 { writer.write(byte: UInt8(ascii: "-")) }
+        let microseconds = record.microseconds.magnitude
+        writer.write(decimal: Int(microseconds / 1_000))
+        writer.write(byte: UInt8(ascii: "."))
+        writer.write(decimal: Int(microseconds % 1_000), digits: 3)
     }
 
     /// `text` with control characters (and spaces, unless `keepingSpaces`) as `\xHH`, so that
     /// one field stays one field and one line one line.
-    private static func appendVisible(_ text: String, to bytes: inout [UInt8], keepingSpaces: Bool = false) {
-        for byte in text.utf8 {
-            if byte < 0x20 || byte == 0x7F || (byte == 0x20 && !keepingSpaces) || byte == UInt8(ascii: "\\") {
-                bytes += "\\x".utf8
-                bytes.append(Self.hex[Int(byte >> 4)])
-                bytes.append(Self.hex[Int(byte & 0xF)])
-            } else {
-                bytes.append(byte)
+    private static func writeVisible(_ text: String, keepingSpaces: Bool = false, into writer: inout ByteWriter) {
+        var text = text
+        text.withUTF8 { utf8 in
+            // The runs between bytes to escape go whole: nearly every target has none.
+            var start = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == 0x7F || (byte == 0x20 && !keepingSpaces) || byte == UInt8(ascii: "\\")
+                else { continue }
+                writer.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[start..<index])))
+                writer.write("\\x")
+                Self.writeHex(byte, into: &writer)
+                start = index + 1
             }
+            writer.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[start...])))
         }
     }
 
     /// `text` as a JSON string (RFC 8259 §7): quoted, with `"`, `\` and control characters escaped.
-    static func appendJSONString(_ text: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += "\\\"".utf8
-            case UInt8(ascii: "\\"): bytes += "\\\\".utf8
-            case UInt8(ascii: "\n"): bytes += "\\n".utf8
-            case UInt8(ascii: "\r"): bytes += "\\r".utf8
-            case UInt8(ascii: "\t"): bytes += "\\t".utf8
-            case 0..<0x20, 0x7F:
-                bytes += "\\u00".utf8
-                bytes.append(Self.hex[Int(byte >> 4)])
-                bytes.append(Self.hex[Int(byte & 0xF)])
-            default: bytes.append(byte)
+    private static func writeJSONString(_ text: String, into writer: inout ByteWriter) {
+        writer.write(byte: UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var start = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+                else { continue }
+                writer.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[start..<index])))
+                switch byte {
+                case UInt8(ascii: "\""): writer.write("\\\"")
+                case UInt8(ascii: "\\"): writer.write("\\\\")
+                case UInt8(ascii: "\n"): writer.write("\\n")
+                case UInt8(ascii: "\r"): writer.write("\\r")
+                case UInt8(ascii: "\t"): writer.write("\\t")
+                default:
+                    writer.write("\\u00")
+                    Self.writeHex(byte, into: &writer)
+                }
+                start = index + 1
             }
+            writer.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[start...])))
         }
-        bytes.append(UInt8(ascii: "\""))
+        writer.write(byte: UInt8(ascii: "\""))
     }
 
-    private static let hex = Array("0123456789abcdef".utf8)
+    /// `byte` as two lowercase hexadecimal digits.
+    private static func writeHex(_ byte: UInt8, into writer: inout ByteWriter) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { digits in
+            writer.write(byte: digits[Int(byte >> 4)])
+            writer.write(byte: digits[Int(byte & 0xF)])
+        }
+    }
 }
 
 /// Writes a line's time, `2026-11-26T11:07:05.412Z`, its date and time of day made once a
@@ -273,30 +297,35 @@ struct LineClock {
     /// `2026-11-26T11:07:05.` for ``second``.
     private var written: [UInt8] = []
 
-    mutating func append(_ seconds: Double, to bytes: inout [UInt8]) {
+    /// Writes the time `seconds` after 1970: 24 bytes (more only past the year 9999).
+    mutating func write(_ seconds: Double, into writer: inout ByteWriter) {
         let whole = time_t(seconds.rounded(.down))
         if whole != self.second {
             self.second = whole
             var time = whole
             var parts = tm()
             gmtime_r(&time, &parts)
-            self.written.removeAll(keepingCapacity: true)
-            AccessLogWriter.appendDecimal(parts.tm_year + 1_900, digits: 4, to: &self.written)
-            self.written.append(UInt8(ascii: "-"))
-            AccessLogWriter.appendDecimal(parts.tm_mon + 1, digits: 2, to: &self.written)
-            self.written.append(UInt8(ascii: "-"))
-            AccessLogWriter.appendDecimal(parts.tm_mday, digits: 2, to: &self.written)
-            self.written.append(UInt8(ascii: "T"))
-            AccessLogWriter.appendDecimal(parts.tm_hour, digits: 2, to: &self.written)
-            self.written.append(UInt8(ascii: ":"))
-            AccessLogWriter.appendDecimal(parts.tm_min, digits: 2, to: &self.written)
-            self.written.append(UInt8(ascii: ":"))
-            AccessLogWriter.appendDecimal(parts.tm_sec, digits: 2, to: &self.written)
-            self.written.append(UInt8(ascii: "."))
+            // Room for any year `tm` holds.
+            self.written = [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+                var date = ByteWriter(buffer)
+                date.write(decimal: Int(parts.tm_year) + 1_900, digits: 4)
+                date.write("-")
+                date.write(decimal: Int(parts.tm_mon) + 1, digits: 2)
+                date.write("-")
+                date.write(decimal: Int(parts.tm_mday), digits: 2)
+                date.write("T")
+                date.write(decimal: Int(parts.tm_hour), digits: 2)
+                date.write(":")
+                date.write(decimal: Int(parts.tm_min), digits: 2)
+                date.write(":")
+                date.write(decimal: Int(parts.tm_sec), digits: 2)
+                date.write(".")
+                count = date.count
+            }
         }
-        bytes += self.written
+        self.written.withUnsafeBytes { writer.write($0) }
         let milliseconds = min(999, max(0, Int((seconds - seconds.rounded(.down)) * 1_000)))
-        AccessLogWriter.appendDecimal(milliseconds, digits: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "Z"))
+        writer.write(decimal: milliseconds, digits: 3)
+        writer.write(byte: UInt8(ascii: "Z"))
     }
 }

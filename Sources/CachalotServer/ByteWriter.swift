@@ -32,23 +32,36 @@ struct ByteWriter {
         self.count += bytes.count
     }
 
-    /// `value` in decimal digits, with a `-` if it is negative.
-    mutating func write(decimal value: Int) {
-        if value < 0 { self.write("-") }
-        let start = self.count
+    /// One byte.
+    mutating func write(byte: UInt8) {
+        precondition(self.count < self.buffer.count, "more bytes than were counted")
+        self.buffer[self.count] = byte
+        self.count += 1
+    }
+
+    /// `value` in decimal digits, at least `digits` of them (zeros before), with a `-` if it is
+    /// negative.
+    mutating func write(decimal value: Int, digits: Int = 1) {
+        if value < 0 { self.write(byte: UInt8(ascii: "-")) }
+        let length = max(digits, Self.decimalLength(value.magnitude))
+        precondition(length <= self.buffer.count - self.count, "more bytes than were counted")
         var rest = value.magnitude
-        repeat {
-            self.buffer[self.count] = UInt8(ascii: "0") + UInt8(rest % 10)
-            self.count += 1
+        for index in (self.count..<self.count + length).reversed() {
+            self.buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
             rest /= 10
-        } while rest > 0
-        self.buffer[start..<self.count].reverse()
+        }
+        self.count += length
     }
 
     /// The digits, and the `-` if it is negative, that ``write(decimal:)`` writes for `value`.
     static func decimalLength(_ value: Int) -> Int {
-        var length = value < 0 ? 2 : 1
-        var rest = value.magnitude / 10
+        (value < 0 ? 1 : 0) + Self.decimalLength(value.magnitude)
+    }
+
+    /// The digits of `value` in decimal.
+    private static func decimalLength(_ value: UInt) -> Int {
+        var length = 1
+        var rest = value / 10
         while rest > 0 {
             length += 1
             rest /= 10

@@ -370,7 +370,7 @@ extension CacheServer {
         since start: ContinuousClock.Instant
     ) {
         guard let accessLog = self.accessLog else { return }
-        let elapsed = ContinuousClock.now - start
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
         accessLog.append(
             AccessLogRecord(
                 time: Date().timeIntervalSince1970,
@@ -379,8 +379,7 @@ extension CacheServer {
                 target: request.head.uri,
                 status: status,
                 bytes: bytes,
-                microseconds: elapsed.components.seconds * 1_000_000
-                    + elapsed.components.attoseconds / 1_000_000_000_000,
+                microseconds: seconds * 1_000_000 + attoseconds / 1_000_000_000_000,
                 cacheStatus: cacheStatus
             )
         )

@@ -121,10 +121,14 @@ struct AccessLogTests {
     @Test("Each line's time is its own, to the millisecond, whether the line before it was in the same second or not")
     func lineTimes() {
         var clock = LineClock()
-        var bytes: [UInt8] = []
-        for time in [1_800_000_000.25, 1_800_000_000.75, 1_800_000_001, 1_799_999_999.5, 951_782_400.125] {
-            clock.append(time, to: &bytes)
-            bytes.append(UInt8(ascii: "\n"))
+        let times = [1_800_000_000.25, 1_800_000_000.75, 1_800_000_001, 1_799_999_999.5, 951_782_400.125]
+        let bytes = [UInt8](unsafeUninitializedCapacity: 32 * times.count) { buffer, count in
+            var writer = ByteWriter(buffer)
+            for time in times {
+                clock.write(time, into: &writer)
+                writer.write("\n")
+            }
+            count = writer.count
         }
         #expect(
             String(decoding: bytes, as: UTF8.self).split(separator: "\n") == [
@@ -132,12 +136,40 @@ struct AccessLogTests {
                 "2027-01-15T07:59:59.500Z", "2000-02-29T00:00:00.125Z",
             ]
         )
-        var numbers: [UInt8] = []
-        for (value, digits) in [(0, 1), (7, 3), (1_234, 1), (1_234, 6), (-42, 1)] {
-            AccessLogWriter.appendDecimal(value, digits: digits, to: &numbers)
-            numbers.append(UInt8(ascii: " "))
+        let numbers = [UInt8](unsafeUninitializedCapacity: 64) { buffer, count in
+            var writer = ByteWriter(buffer)
+            for (value, digits) in [(0, 1), (7, 3), (1_234, 1), (1_234, 6), (-42, 1), (Int.min, 1)] {
+                writer.write(decimal: value, digits: digits)
+                writer.write(" ")
+            }
+            count = writer.count
         }
-        #expect(String(decoding: numbers, as: UTF8.self) == "0 007 1234 001234 -42 ")
+        #expect(String(decoding: numbers, as: UTF8.self) == "0 007 1234 001234 -42 \(Int.min) ")
+    }
+
+    @Test("A line whose strings are nothing but bytes to escape fits the room counted for it, in either format")
+    func longestLines() throws {
+        let everyByte = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        let record = AccessLogRecord(
+            time: 253_402_300_800,  // 10000-01-01: a fifth digit in the year
+            client: "[2001:db8::1]",
+            method: "\u{1}\u{2}",
+            target: everyByte,
+            status: Int.min,
+            bytes: Int.max,
+            microseconds: Int64.min,
+            cacheStatus: everyByte
+        )
+        var json: [UInt8] = []
+        AccessLogWriter.append(record, as: .json, to: &json)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+        #expect(object["target"] as? String == everyByte)
+        #expect(object["cache"] as? String == everyByte)
+        #expect(object["time"] as? String == "10000-01-01T00:00:00.000Z")
+        var text: [UInt8] = []
+        AccessLogWriter.append(record, as: .text, to: &text)
+        #expect(text.filter { $0 == UInt8(ascii: "\n") }.count == 1)
+        #expect(String(decoding: text, as: UTF8.self).hasPrefix("10000-01-01T00:00:00.000Z [2001:db8::1] \\x01\\x02 "))
     }
 
     @Test("Lines past the buffer's bound are dropped and counted, not waited for; the rest are written at the end")
