@@ -26,6 +26,10 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
     private var client: Client?
     /// The connection's last request for the origin, made on this loop.
     private var upstream: ProxyResponder.UpstreamMemo?
+    /// Whether anything of the current read went on to the connection's task: the end of a read
+    /// that went nowhere (all of it answered here) is not passed on, since the task's handler
+    /// would find nothing to deliver.
+    private var hasHandedOn = false
 
     init(responder: ProxyResponder?, connections: ConnectionRegistry) {
         self.responder = responder
@@ -50,15 +54,26 @@ final class ImmediateResponder: ChannelInboundHandler, RemovableChannelHandler {
                     context
                 )
             } else {
-                context.fireChannelRead(ImmediateResponder.wrapInboundOut(.request(request)))
+                self.handOn(.request(request), context)
             }
         case .head(let head):
-            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.head(head)))
+            self.handOn(.head(head), context)
         case .body(let piece):
-            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.body(piece)))
+            self.handOn(.body(piece), context)
         case .end:
-            context.fireChannelRead(ImmediateResponder.wrapInboundOut(.end))
+            self.handOn(.end, context)
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard self.hasHandedOn else { return }
+        self.hasHandedOn = false
+        context.fireChannelReadComplete()
+    }
+
+    private func handOn(_ part: ServerRequestPart, _ context: ChannelHandlerContext) {
+        self.hasHandedOn = true
+        context.fireChannelRead(ImmediateResponder.wrapInboundOut(part))
     }
 
     private func write(
