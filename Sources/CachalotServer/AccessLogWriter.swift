@@ -84,8 +84,13 @@ final class AccessLogWriter: Sendable {
     /// Starts the thread that writes.
     func start() {
         self.state.withLock { $0.isStarted = true }
-        let thread = Thread { [self] in self.drain() }
-        thread.name = "cachalot-access-log"
+        let thread = Thread { [self] in
+            // Named by itself: Foundation gives the system a name set before the start only on
+            // some platforms. At most 15 bytes, which is all Linux keeps; else the thread keeps
+            // the name of the one that started it.
+            Thread.current.name = "access-log"
+            self.drain()
+        }
         thread.start()
     }
 

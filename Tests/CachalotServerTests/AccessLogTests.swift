@@ -198,6 +198,33 @@ struct AccessLogTests {
         #expect(dropped.withLock { $0 } == 7)
     }
 
+    #if os(Linux)
+    @Test("The writer's thread has a name of its own, as top and perf show it (Linux keeps 15 bytes of it)")
+    func threadName() async throws {
+        let names = Mutex<[String]>([])
+        let log = AccessLog(format: .text) { _ in
+            let name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            names.withLock { $0.append(name ?? "?") }
+        }
+        let writer = AccessLogWriter(log, logger: LogRecorder().logger())
+        writer.append(
+            AccessLogRecord(
+                time: 0,
+                client: nil,
+                method: "GET",
+                target: "/",
+                status: 200,
+                bytes: 0,
+                microseconds: 0,
+                cacheStatus: "c"
+            )
+        )
+        writer.start()
+        await writer.finish()
+        #expect(names.withLock { $0 } == ["access-log\n"])
+    }
+    #endif
+
     @Test("An output that blocks holds up no response")
     func blockedOutput() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "hi") }
