@@ -162,7 +162,8 @@ final class AccessLogWriter: Sendable {
     /// The lines of `records`, each with its newline, their times written with `clock`: written
     /// into one array sized beforehand for the longest they could be, without a string made for
     /// any part and without a check of the array's room or ownership per part, since the log's
-    /// thread writes a line for every request.
+    /// thread writes a line for every request. The array's room is at most six times the bytes
+    /// the records count against ``AccessLog/bufferSize``, and most of it is never touched.
     static func lines(of records: [AccessLogRecord], as format: AccessLog.Format, clock: inout LineClock) -> [UInt8] {
         let bound = records.reduce(0) { $0 + Self.longestLine(of: $1) }
         return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in

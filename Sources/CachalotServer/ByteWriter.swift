@@ -53,7 +53,8 @@ struct ByteWriter {
         self.count += length
     }
 
-    /// The digits, and the `-` if it is negative, that ``write(decimal:)`` writes for `value`.
+    /// The digits, and the `-` if it is negative, that ``write(decimal:digits:)`` writes for
+    /// `value` with one digit at least.
     static func decimalLength(_ value: Int) -> Int {
         (value < 0 ? 1 : 0) + Self.decimalLength(value.magnitude)
     }

@@ -12,7 +12,7 @@ import Darwin
 /// `mount` that had exited); these few system calls cannot.
 struct ChildProcess {
     let pid: pid_t
-    /// The read end of the child's standard output, or -1 if it goes to /dev/null.
+    /// The read end of the child's standard output, or -1 if it goes to a file no one reads.
     let output: Int32
     /// The read end of the child's standard error.
     let errors: Int32
@@ -41,7 +41,16 @@ struct ChildProcess {
         // block instead of failing).
         Self.spawning.lock()
         defer { Self.spawning.unlock() }
-        if capturingOutput { _ = pipe(&outputPipe) }
+        if capturingOutput {
+            _ = pipe(&outputPipe)
+        } else {
+            // A file of its own, removed at once (the child keeps it open), rather than a
+            // device: what the child writes is real output, only unread.
+            var path = Array("\(NSTemporaryDirectory())/cachalot-child-output-XXXXXX".utf8CString)
+            outputPipe[1] = mkstemp(&path)
+            guard outputPipe[1] >= 0 else { throw SpawnFailed(status: errno) }
+            unlink(path)
+        }
         if errorsToTerminal {
             errorPipe = try Self.openTerminal()
         } else {
@@ -57,12 +66,8 @@ struct ChildProcess {
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if capturingOutput {
-            posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
-            posix_spawn_file_actions_addclose(&actions, outputPipe[0])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
+        posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+        if capturingOutput { posix_spawn_file_actions_addclose(&actions, outputPipe[0]) }
         posix_spawn_file_actions_addopen(&actions, 0, input ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
         posix_spawn_file_actions_addclose(&actions, errorPipe[0])
@@ -88,7 +93,7 @@ struct ChildProcess {
         let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for variable in envp { free(variable) } }
         let status = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
-        if capturingOutput { close(outputPipe[1]) }
+        close(outputPipe[1])
         close(errorPipe[1])
         guard status == 0 else { throw SpawnFailed(status: status) }
         return ChildProcess(pid: pid, output: capturingOutput ? outputPipe[0] : -1, errors: errorPipe[0])
