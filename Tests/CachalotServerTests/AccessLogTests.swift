@@ -25,6 +25,18 @@ final class AccessLogOutput: Sendable {
 
 @Suite("The access log")
 struct AccessLogTests {
+    /// A line with nothing to escape, of a known size.
+    static let plainRecord = AccessLogRecord(
+        time: 0,
+        client: nil,
+        method: "GET",
+        target: "/",
+        status: 200,
+        bytes: 0,
+        microseconds: 0,
+        cacheStatus: "c"
+    )
+
     @Test("JSON lines parse, with the client's address, and the text format has it too; lines are flushed at shutdown")
     func formats() async throws {
         for format in [AccessLog.Format.json, .text] {
@@ -176,16 +188,7 @@ struct AccessLogTests {
     func dropsWhenFull() async throws {
         let output = AccessLogOutput()
         let dropped = Mutex(0)
-        let record = AccessLogRecord(
-            time: 0,
-            client: nil,
-            method: "GET",
-            target: "/",
-            status: 200,
-            bytes: 0,
-            microseconds: 0,
-            cacheStatus: "c"
-        )
+        let record = Self.plainRecord
         // Room for three lines; the thread is not started, so nothing leaves the buffer meanwhile.
         let writer = AccessLogWriter(
             output.accessLog(.text, bufferSize: record.size * 3),
@@ -207,18 +210,7 @@ struct AccessLogTests {
             names.withLock { $0.append(name ?? "?") }
         }
         let writer = AccessLogWriter(log, logger: LogRecorder().logger())
-        writer.append(
-            AccessLogRecord(
-                time: 0,
-                client: nil,
-                method: "GET",
-                target: "/",
-                status: 200,
-                bytes: 0,
-                microseconds: 0,
-                cacheStatus: "c"
-            )
-        )
+        writer.append(Self.plainRecord)
         writer.start()
         await writer.finish()
         #expect(names.withLock { $0 } == ["access-log\n"])
