@@ -94,6 +94,7 @@ let package = Package(
             name: "CachalotServer",
             dependencies: [
                 "Cachalot",
+                "CCachalotCore",
                 "CCachalotMalloc",
                 "CachalotAsyncHTTPClient",
                 "CachalotImages",

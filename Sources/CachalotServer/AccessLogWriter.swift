@@ -1,3 +1,4 @@
+import CCachalotCore
 import Dispatch
 import Foundation
 import Logging
@@ -85,10 +86,9 @@ final class AccessLogWriter: Sendable {
     func start() {
         self.state.withLock { $0.isStarted = true }
         let thread = Thread { [self] in
-            // Named by itself: Foundation gives the system a name set before the start only on
-            // some platforms. At most 15 bytes, which is all Linux keeps; else the thread keeps
-            // the name of the one that started it.
-            Thread.current.name = "access-log"
+            // Named by itself, as the image workers are: Foundation on Linux gives the system no
+            // name set before the start, and the thread would keep that of the one that started it.
+            cachalot_name_this_thread("access-log")
             self.drain()
         }
         thread.start()
