@@ -265,10 +265,21 @@ public struct NIOTransport: HTTPTransport {
                 underlying: error
             )
         }
-        return try await channel.eventLoop.submit {
-            let handler = try channel.pipeline.syncOperations.handler(type: OriginExchangeHandler.self)
-            return OriginConnection(channel: channel, handler: handler)
-        }.get()
+        do {
+            return try await channel.eventLoop.submit {
+                let handler = try channel.pipeline.syncOperations.handler(type: OriginExchangeHandler.self)
+                return OriginConnection(channel: channel, handler: handler)
+            }.get()
+        } catch {
+            // Closed, its handlers gone, as soon as it was made: a TLS handshake that failed at
+            // once (an untrusted certificate), or an origin that hung up.
+            channel.close(promise: nil)
+            throw HTTPTransportError(
+                .connectionClosed,
+                "The connection to \(target.origin.host):\(target.origin.port) closed as soon as it was made.",
+                underlying: error
+            )
+        }
     }
 
     /// The TLS context for `https` origins, made on first use: a transport that only reaches
