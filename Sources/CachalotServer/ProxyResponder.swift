@@ -144,9 +144,10 @@ final class ProxyResponder: Responder {
         let head = request.head
         guard head.method.isGetOrHead, request.body == nil, self.refusal(of: head) == nil,
             self.images?.claims(head.uri) != true,
-            // The memory tier alone: a disk read may wait on another process's lock or write
-            // the journal, and an event loop must not wait. A disk hit goes by the connection's task,
-            // which reads the disk off the loop.
+            // The memory tier, and of the disk only whether the key's file is there: a disk read
+            // may wait on another process's lock or write the journal, and an event loop must
+            // not wait. A disk hit goes by the connection's task, which reads the disk off the
+            // loop; a miss is decided here.
             let prepared = try? self.server.loader.prepare(
                 self.upstreamRequest(for: request, memo: &memo),
                 readsDisk: false

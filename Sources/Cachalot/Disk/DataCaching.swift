@@ -34,6 +34,11 @@ public protocol DataCaching: Sendable {
     ///
     /// - Throws: ``CacheError`` if the store cannot be read.
     func contains(_ key: String) throws(CacheError) -> Bool
+    /// Whether an entry may be stored for `key`, told without waiting: without a lock, a read
+    /// of a file or a write. `false` only when there is none; an error is for a read to report.
+    /// A thread that must never wait (an event loop) asks it before it leaves a read that may
+    /// wait to another thread. Default: `true`, for a store that cannot tell so.
+    func mayContain(_ key: String) -> Bool
     /// Stores `data` and `metadata` for `key`, replacing any entry.
     ///
     /// - Throws: ``CacheError`` if the store cannot be written (``CacheError/Code/outOfSpace`` on
@@ -51,6 +56,9 @@ public protocol DataCaching: Sendable {
 }
 
 extension DataCaching {
+    /// `true`: a store that cannot tell without waiting whether it holds an entry may hold it.
+    public func mayContain(_ key: String) -> Bool { true }
+
     /// The bytes stored for `key`, or `nil`.
     ///
     /// - Throws: what ``entry(forKey:)`` throws.

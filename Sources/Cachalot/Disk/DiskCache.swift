@@ -154,6 +154,19 @@ public final class DiskCache: DataCaching {
         try self.prefix(forKey: key) != nil
     }
 
+    /// Whether an entry may be stored for `key`: `false` only when the key's file is not there,
+    /// which one open tells, without the lock, a read of the file or a write to the journal.
+    /// An error (too many open files, say) answers `true`, for the read to report.
+    public func mayContain(_ key: String) -> Bool {
+        do throws(CacheError) {
+            guard let descriptor = try self.store.openEntry(KeyDigest(key: key)) else { return false }
+            FileIO.closeDescriptor(descriptor)
+            return true
+        } catch {
+            return true
+        }
+    }
+
     /// The metadata stored for `key` and the size of its body, read without the body; `nil` if
     /// no whole, unexpired entry is stored for `key`. Does not count as a use.
     ///

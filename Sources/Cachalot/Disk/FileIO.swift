@@ -18,13 +18,15 @@ import Darwin
 enum FileIO {
     /// Opens `relativePath` in the open `directory` for reading, following no symbolic link in
     /// any of its components and never leaving `directory`; `nil` if there is no such file (or
-    /// a link is on the way). `path` names the file in errors.
+    /// a link is on the way). `path` names the file in errors. The open never waits: a FIFO
+    /// in the file's place is opened without waiting for a writer (`O_NONBLOCK`), and a read
+    /// finds it is no regular file.
     static func openForReading(
         _ relativePath: UnsafePointer<CChar>,
         in directory: Int32,
         path: @autoclosure () -> String
     ) throws(CacheError) -> Int32? {
-        let descriptor = cachalot_open_beneath(directory, relativePath, O_RDONLY | O_CLOEXEC, 0)
+        let descriptor = cachalot_open_beneath(directory, relativePath, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0)
         if descriptor >= 0 { return descriptor }
         let error = errno
         // ELOOP: a symbolic link on the way, which the cache never follows; EXDEV: out of the
@@ -163,7 +165,7 @@ enum FileIO {
 
     /// Reads the start of the file into `buffer` with one `pread`, which for a regular file
     /// comes back short only at the end of the file; returns how many bytes were read, or `nil`
-    /// if the descriptor is a directory's.
+    /// if the descriptor is a directory's or a FIFO's.
     static func readStart(
         _ descriptor: Int32,
         into buffer: UnsafeMutableRawBufferPointer,
@@ -173,7 +175,8 @@ enum FileIO {
             let result = pread(descriptor, buffer.baseAddress!, buffer.count, 0)
             if result >= 0 { return result }
             let error = errno
-            if error == EISDIR { return nil }
+            // A directory or a FIFO (ESPIPE) in an entry's place: no entry.
+            if error == EISDIR || error == ESPIPE { return nil }
             if error != EINTR { throw Self.error("read", path(), error) }
         }
     }

@@ -25,6 +25,11 @@ public final class InMemoryDataCache: DataCaching {
         self.entries.withLock { $0[key] != nil }
     }
 
+    /// Whether an entry is stored for `key`: memory is read without waiting.
+    public func mayContain(_ key: String) -> Bool {
+        self.entries.withLock { $0[key] != nil }
+    }
+
     /// Stores `data` and `metadata` for `key`, dated by the store's clock, replacing any entry.
     /// Never throws.
     public func set(_ data: Data, forKey key: String, metadata: Data) throws(CacheError) {

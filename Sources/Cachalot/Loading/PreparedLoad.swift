@@ -15,8 +15,9 @@ public struct PreparedLoad: Sendable {
     let policy: CachePolicy?
     /// Its key.
     let key: ResponseKey
-    /// Its step, or `nil` if only memory was read and held nothing to decide by: the disk is
-    /// read when the load resumes.
+    /// Its step, or `nil` if only memory was read, it held nothing to decide by, and the disk
+    /// has a file for the key (``DataCaching/mayContain(_:)``): the disk is read when the load
+    /// resumes.
     let step: LoadPlan.Step?
 
     /// The answer the cache gives at once, without waiting on anything: a fresh stored response,

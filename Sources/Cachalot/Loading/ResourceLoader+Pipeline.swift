@@ -110,12 +110,12 @@ extension ResourceLoader {
         guard policy != .reloadIgnoringCacheData else {
             return self.plan(request, key: key, policy: policy, lookup: nil)
         }
-        let lookup = self.lookup(key, for: request, reading: readsDisk ? .memoryAndDisk : .memory)
-        if !readsDisk, self.tiers.disk != nil {
-            switch lookup {
-            case .absent?, .otherVariants?: return nil
-            case .found?, nil: break
-            }
+        let lookup: TierChain.Lookup?
+        if readsDisk {
+            lookup = self.lookup(key, for: request, reading: .memoryAndDisk)
+        } else {
+            guard let found = self.tiers.lookupWithoutWaiting(key, for: request) else { return nil }
+            lookup = found
         }
         return self.plan(request, key: key, policy: policy, lookup: lookup)
     }

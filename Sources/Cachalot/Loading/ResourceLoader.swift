@@ -279,9 +279,11 @@ public final class ResourceLoader: Sendable {
     /// For a server that answers hits on the thread that read the request, without a hop to
     /// another executor. It reads the disk tier unless `readsDisk` is `false`: a disk read may
     /// wait for another process's lock, or write the journal, which a thread that must never
-    /// wait (an event loop) leaves to another; the disk is then read when the load resumes, if
-    /// memory held nothing for the request. The request is counted in ``statistics`` here,
-    /// once, and its answer too if it has one.
+    /// wait (an event loop) leaves to another. Then the disk is asked only whether it has a file
+    /// for the key (``DataCaching/mayContain(_:)``, one open that fails at a miss): if memory
+    /// held nothing for the request and the disk has the file, the disk is read when the load
+    /// resumes; without the file, the miss is decided at once. The request is counted in
+    /// ``statistics`` here, once, and its answer too if it has one.
     ///
     /// - Parameters:
     ///   - request: The request; its `Cache-Control` and `Pragma` fields count.

@@ -98,13 +98,37 @@ final class TierChain: Sendable {
         for request: HTTPRequest,
         reading: LocalTiers = .memoryAndDisk
     ) throws(CacheError) -> Lookup {
-        guard let (entry, tier) = try self.entry(url, reading: reading) else { return .absent }
-        switch entry {
+        try Self.select(url, for: request) { key throws(CacheError) in try self.entry(key, reading: reading) }
+    }
+
+    /// What memory holds for `request` under `url`, looked up without waiting, for a thread
+    /// that must never wait (an event loop); `nil` when memory has nothing for it and the disk
+    /// may have, which only a lookup that may wait reads. Of the disk it asks only whether the
+    /// key's entry is there (``DataCaching/mayContain(_:)``): one open, which fails at a miss.
+    func lookupWithoutWaiting(_ url: ResponseKey, for request: HTTPRequest) -> Lookup? {
+        var isOnDisk = false
+        let lookup = Self.select(url, for: request) { key in
+            if let entry = self.memory?.value(forKey: key) { return (entry, StorageTier.memory) }
+            isOnDisk = self.disk?.mayContain(key.string) == true
+            return nil
+        }
+        return isOnDisk ? nil : lookup
+    }
+
+    /// What `request` selects under `url`, each entry read by `entry`: the URL's response, or
+    /// the response of the request's variant if the URL's responses vary.
+    private static func select<Failure: Error>(
+        _ url: ResponseKey,
+        for request: HTTPRequest,
+        entry: (ResponseKey) throws(Failure) -> (StoredEntry, StorageTier)?
+    ) throws(Failure) -> Lookup {
+        guard let (found, tier) = try entry(url) else { return .absent }
+        switch found {
         case .response(let response):
             return .found(response, tier)
         case .variants(let names):
-            guard let (entry, tier) = try self.entry(url.variant(names: names, request: request), reading: reading),
-                case .response(let response) = entry
+            guard let (variant, tier) = try entry(url.variant(names: names, request: request)),
+                case .response(let response) = variant
             else { return .otherVariants }
             return .found(response, tier)
         }
@@ -112,8 +136,6 @@ final class TierChain: Sendable {
 
     /// The local tiers a lookup reads.
     enum LocalTiers {
-        /// Memory alone: a thread that must never wait (an event loop) reads no file.
-        case memory
         /// The disk alone: for a lookup that memory has answered already.
         case disk
         case memoryAndDisk
@@ -293,7 +315,7 @@ final class TierChain: Sendable {
 
     private func entry(_ key: ResponseKey, reading: LocalTiers) throws(CacheError) -> (StoredEntry, StorageTier)? {
         if reading != .disk, let entry = self.memory?.value(forKey: key) { return (entry, .memory) }
-        guard reading != .memory, let disk = self.disk else { return nil }
+        guard let disk = self.disk else { return nil }
         let diskKey = key.string
         guard let stored = try disk.entry(forKey: diskKey) else { return nil }
         guard let entry = Self.decode(stored) else {

@@ -483,4 +483,35 @@ struct DiskCacheTests {
         }
     }
     #endif
+
+    @Test("mayContain: false for a key with no file, true once its entry is stored, false once removed")
+    func mayContain() throws {
+        let cache = try self.open()
+        #expect(!cache.mayContain("a"))
+        try cache.set(Data("x".utf8), forKey: "a")
+        #expect(cache.mayContain("a"))
+        #expect(!cache.mayContain("b"))
+        #expect(try cache.removeValue(forKey: "a"))
+        #expect(!cache.mayContain("a"))
+        // Stored by another cache on the same directory: the file tells, not this cache's memory.
+        try self.open().set(Data("y".utf8), forKey: "b")
+        #expect(cache.mayContain("b"))
+    }
+
+    @Test("a FIFO in an entry's place is no entry, and is read without waiting for a writer", .timeLimit(.minutes(1)))
+    func fifoInAnEntrysPlace() throws {
+        let cache = try self.open()
+        try cache.set(Data("x".utf8), forKey: "a")
+        let path = self.entryPath("a")
+        #expect(unlink(path) == 0)
+        #expect(mkfifo(path, 0o600) == 0)
+        // Each of these waited for a writer forever while entry files were opened blocking.
+        #expect(cache.mayContain("a"))
+        #expect(try cache.metadata(forKey: "a") == nil)
+        #expect(try cache.entry(forKey: "a") == nil)
+        // The read found it was no entry, and removed it.
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try cache.set(Data("y".utf8), forKey: "a")
+        #expect(try cache.data(forKey: "a") == Data("y".utf8))
+    }
 }

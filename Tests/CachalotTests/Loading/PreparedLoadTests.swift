@@ -74,6 +74,40 @@ struct PreparedLoadTests {
         #expect(origin.requests.count == 1)
     }
 
+    @Test(
+        "prepared from memory alone, a request whose entry has no file on disk is decided at once: a uri-miss, a vary-miss"
+    )
+    func missDecidedWithoutTheDisk() async throws {
+        let origin = try await TestOrigin.start { request in
+            .init(
+                fields: [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")],
+                body: request.headerFields[.acceptLanguage] ?? "none"
+            )
+        }
+        defer { origin.stop() }
+        func request(_ language: String) -> HTTPRequest {
+            HTTPRequest(method: .get, url: origin.url("/v"), headerFields: [.acceptLanguage: language])
+        }
+        func reason(_ prepared: PreparedLoad) -> Resource.ForwardReason? {
+            guard case .exchange(_, _, let reason)? = prepared.step else { return nil }
+            return reason
+        }
+        let loader = try self.makeLoader()
+        // Before this, a prepared miss of a loader with a disk tier was left to read the disk.
+        #expect(reason(try loader.prepare(request("fr"), readsDisk: false)) == .uriMiss)
+        _ = try await loader.load(request("fr"))
+        await loader.waitForBackgroundWork()
+        #expect(try loader.prepare(request("fr"), readsDisk: false).answer?.source == .memory)
+        // The URL's responses vary; this variant has no file.
+        #expect(reason(try loader.prepare(request("de"), readsDisk: false)) == .varyMiss)
+        // Another loader on the directory: the URL's record is on disk, not in its memory.
+        let other = try self.makeLoader()
+        let prepared = try other.prepare(request("fr"), readsDisk: false)
+        #expect(prepared.step == nil)
+        #expect(try await other.stream(prepared).collected().source == .disk)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("a stored redirect is answered at once when redirects are relayed, not when they are followed")
     func redirects() async throws {
         let origin = try await TestOrigin.start { request in
