@@ -39,26 +39,15 @@ struct ServeCommandTests {
         defer { Self.shutDownIfRunning(client) }
         var statuses: [String] = []
         for _ in 0..<2 {
-            let response = try await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(port)/a"),
-                timeout: .seconds(30)
-            )
-            var body = ByteBuffer()
-            for try await piece in response.body { body.writeImmutableBuffer(piece) }
+            let (headers, body) = try await Self.get(client, "http://127.0.0.1:\(port)/a")
             #expect(String(buffer: body) == "proxied")
-            statuses.append(response.headers["cache-status"].first ?? "")
+            statuses.append(headers["cache-status"].first ?? "")
         }
         // A response is counted once it has gone, which may be just after the client has it (a
         // disk hit's task counts it when its write completes): scraped again until it shows.
         var text = ""
         for _ in 0..<100 {
-            let scrape = try await client.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/metrics"),
-                timeout: .seconds(30)
-            )
-            var metrics = ByteBuffer()
-            for try await piece in scrape.body { metrics.writeImmutableBuffer(piece) }
-            text = String(buffer: metrics)
+            text = String(buffer: try await Self.get(client, "http://127.0.0.1:\(adminPort)/metrics").body)
             if text.contains("cachalot_proxy_requests{cache=\"hit\"} 1") { break }
         }
         try await client.shutdown()
@@ -105,12 +94,7 @@ struct ServeCommandTests {
         )
         // Shut down even when the test throws: a client freed running traps.
         defer { Self.shutDownIfRunning(client) }
-        let response = try await client.execute(
-            HTTPClientRequest(url: "http://127.0.0.1:\(port)/e"),
-            timeout: .seconds(30)
-        )
-        var body = ByteBuffer()
-        for try await piece in response.body { body.writeImmutableBuffer(piece) }
+        let (_, body) = try await Self.get(client, "http://127.0.0.1:\(port)/e")
         try await client.shutdown()
         #expect(String(buffer: body) == "env")
         child.send(SIGTERM)
@@ -145,21 +129,11 @@ struct ServeCommandTests {
                 )
                 let ports = await CommandLineTool.offThePool { Self.listeningPorts(child) }
                 let port = try #require(ports["proxy"])
-                let response = try await client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/a"),
-                    timeout: .seconds(30)
-                )
-                var body = ByteBuffer()
-                for try await piece in response.body { body.writeImmutableBuffer(piece) }
+                let (headers, body) = try await Self.get(client, "http://127.0.0.1:\(port)/a")
                 #expect(String(buffer: body) == "once")
-                statuses.append(response.headers["cache-status"].first ?? "")
-                let scrape = try await client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(try #require(ports["admin"]))/metrics"),
-                    timeout: .seconds(30)
-                )
-                var text = ByteBuffer()
-                for try await piece in scrape.body { text.writeImmutableBuffer(piece) }
-                metrics = String(buffer: text)
+                statuses.append(headers["cache-status"].first ?? "")
+                let adminPort = try #require(ports["admin"])
+                metrics = String(buffer: try await Self.get(client, "http://127.0.0.1:\(adminPort)/metrics").body)
                 // Stopping waits for the write to the database.
                 child.send(SIGTERM)
                 #expect(await CommandLineTool.finish(child).status == 0)
@@ -228,6 +202,17 @@ struct ServeCommandTests {
     }
 
     /// Shuts `client` down if the test did not get as far as doing so.
+    /// The headers and whole body of a `GET` of `url`.
+    private static func get(
+        _ client: HTTPClient,
+        _ url: String
+    ) async throws -> (headers: HTTPHeaders, body: ByteBuffer) {
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        var body = ByteBuffer()
+        for try await piece in response.body { body.writeImmutableBuffer(piece) }
+        return (response.headers, body)
+    }
+
     private static func shutDownIfRunning(_ client: HTTPClient) {
         try? client.syncShutdown()
     }
