@@ -1,6 +1,7 @@
 import Cachalot
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// One kept-alive HTTP/1.1 connection to an origin, which serves one exchange at a time.
 final class OriginConnection: Sendable {
@@ -30,24 +31,29 @@ final class OriginConnection: Sendable {
         timeouts: OriginExchangeHandler.Timeouts,
         interim: (@Sendable (HTTPResponseHead) async -> Void)?,
         onReusable: @escaping @Sendable () -> Void
-    ) async throws -> (HTTPResponseHead, ResponseBodyStream) {
-        let promise = self.channel.eventLoop.makePromise(of: (HTTPResponseHead, ResponseBodyStream).self)
+    ) async throws -> (HTTPResponseHead, OriginBody) {
         let handler = self.handler
-        // Interim heads come before the final one; they wait here, in order, to be handed on.
-        let (interims, arriving) = AsyncStream.makeStream(
-            of: HTTPResponseHead.self,
-            bufferingPolicy: .bufferingOldest(ExchangeBridge.mostInterimResponses)
-        )
-        promise.futureResult.whenComplete { _ in arriving.finish() }
+        let exchange = OriginExchange { [handler] demand, number in
+            handler.eventLoop.execute {
+                switch demand {
+                case .more: handler.value.resume(number)
+                case .none: handler.value.abandon(number)
+                }
+            }
+        }
+        let wantsInterims = interim != nil
         self.channel.eventLoop.execute {
-            let bridge = ExchangeBridge(promise: promise, handler: handler)
-            if interim != nil { bridge.onInterim = { arriving.yield($0) } }
+            let bridge = ExchangeBridge(exchange, wantsInterims: wantsInterims)
             handler.value.onReusable = onReusable
-            bridge.number = handler.value.start(head, body: body, timeouts: timeouts, delegate: bridge)
+            exchange.started(as: handler.value.start(head, body: body, timeouts: timeouts, delegate: bridge))
         }
         return try await withTaskCancellationHandler {
-            for await head in interims { await interim?(head) }
-            return try await promise.futureResult.get()
+            while true {
+                switch try await exchange.nextHead() {
+                case .interim(let head): await interim?(head)
+                case .final(let head): return (head, OriginBody(exchange))
+                }
+            }
         } onCancel: {
             self.channel.close(promise: nil)
         }
@@ -59,91 +65,290 @@ final class OriginConnection: Sendable {
     }
 }
 
-/// A response body as an origin connection delivers it, with back-pressure: the connection
-/// reads from the origin only while the reader keeps up.
-typealias ResponseBodyStream = NIOThrowingAsyncSequenceProducer<
-    ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, ExchangeBridge.Demand
->
+/// What one exchange hands from its connection's event loop to the task that reads it, in
+/// order: any interim heads, the final head, then the body's pieces and its end; or a failure,
+/// after which nothing more. One task reads it.
+///
+/// The body comes with back-pressure: once ``mostWaitingPieces`` pieces wait unread, the
+/// connection stops reading from the origin (``OriginExchangeDelegate/exchangeDidReceiveBody(_:)``
+/// answers `false`), and reads again when the reader has taken all but ``fewestWaitingPieces``.
+/// A reader that goes before the end (cancelled, or its body dropped) ends the exchange, which
+/// closes the connection: the rest of the body would stand before the next response.
+///
+/// A concrete type with one lock, where NIO's generic `NIOThrowingAsyncSequenceProducer` and an
+/// `AsyncStream` for the interim heads looked their generic types up at run time several times
+/// per exchange (docs/performance.md).
+final class OriginExchange: Sendable {
+    /// What the connection is asked to do for the reader, with the exchange's number.
+    enum Demand {
+        /// Read more of the body.
+        case more
+        /// Nothing more: the reader has gone before the end.
+        case none
+    }
 
-/// Carries one exchange from the event loop to the task that awaits it: the head through a
-/// promise, the body through a ``ResponseBodyStream``. Lives on the connection's event loop.
+    /// A head for the reader.
+    enum Head {
+        case interim(HTTPResponseHead)
+        case final(HTTPResponseHead)
+    }
+
+    /// At most this many pieces wait for the reader before reading from the origin stops; up to
+    /// a megabyte, at NIO's largest reads.
+    static let mostWaitingPieces = 16
+    /// Reading from the origin resumes once this many pieces or fewer wait.
+    static let fewestWaitingPieces = 4
+
+    private struct State {
+        /// Interim heads not yet taken, then the final head until it is taken.
+        var heads: [Head] = []
+        var hasFinalHead = false
+        /// Pieces of the body not yet taken, from `firstPiece` on.
+        var pieces: [ByteBuffer] = []
+        var firstPiece = 0
+        /// How the exchange ended, once it has; a failure before the final head fails the head.
+        var end: Result<Void, HTTPTransportError>?
+        /// The reader, waiting for something to take.
+        var waiter: UnsafeContinuation<Void, Never>?
+        /// Whether the connection reads the body from the origin.
+        var isReading = true
+        /// Whether the reader has gone (cancelled, or its body dropped).
+        var isGone = false
+        /// Whether the reader's task was cancelled.
+        var isCancelled = false
+        /// The exchange's number on its connection, set on the event loop as the request goes.
+        var number = 0
+
+        var waitingPieces: Int { self.pieces.count - self.firstPiece }
+
+        /// Takes the next waiting piece, if any; with `more`, reading from the origin is to resume.
+        mutating func takePiece() -> (piece: ByteBuffer, more: Bool)? {
+            guard self.firstPiece < self.pieces.count else { return nil }
+            let piece = self.pieces[self.firstPiece]
+            self.firstPiece += 1
+            if self.firstPiece == self.pieces.count {
+                self.pieces.removeAll(keepingCapacity: true)
+                self.firstPiece = 0
+            }
+            guard !self.isReading, self.waitingPieces <= OriginExchange.fewestWaitingPieces else {
+                return (piece, false)
+            }
+            self.isReading = true
+            return (piece, true)
+        }
+    }
+
+    private let state = Mutex(State())
+    /// Tells the connection, on its event loop, what the reader wants; given the exchange's number.
+    private let demand: @Sendable (Demand, Int) -> Void
+
+    init(demand: @escaping @Sendable (Demand, Int) -> Void) {
+        self.demand = demand
+    }
+
+    // MARK: - On the event loop
+
+    /// The request went out as the connection's exchange `number`.
+    func started(as number: Int) {
+        self.state.withLock { $0.number = number }
+    }
+
+    func received(interim head: HTTPResponseHead) {
+        self.wake { $0.heads.append(.interim(head)) }
+    }
+
+    func received(head: HTTPResponseHead) {
+        self.wake { state in
+            state.heads.append(.final(head))
+            state.hasFinalHead = true
+        }
+    }
+
+    /// Hands on `piece`; `false` if the connection is to stop reading, for now or (the reader
+    /// has gone) for good.
+    func received(piece: ByteBuffer) -> Bool {
+        var isReading = false
+        self.wake { state in
+            guard !state.isGone else { return }
+            state.pieces.append(piece)
+            if state.waitingPieces >= OriginExchange.mostWaitingPieces { state.isReading = false }
+            isReading = state.isReading
+        }
+        return isReading
+    }
+
+    /// Ends the exchange: the body is whole, or the exchange failed with `error`.
+    func finish(_ end: Result<Void, HTTPTransportError>) {
+        self.wake { state in
+            if state.end == nil { state.end = end }
+        }
+    }
+
+    /// Changes the state and wakes the reader.
+    private func wake(_ change: (inout State) -> Void) {
+        let waiter = self.state.withLock { state in
+            change(&state)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    // MARK: - In the reading task
+
+    /// The next head; the final one is the last.
+    ///
+    /// - Throws: The `HTTPTransportError` that ended the exchange before its final head.
+    func nextHead() async throws -> Head {
+        while true {
+            let taken: Result<Head, HTTPTransportError>? = self.state.withLock { state in
+                if !state.heads.isEmpty { return .success(state.heads.removeFirst()) }
+                if case .failure(let error) = state.end { return .failure(error) }
+                return nil
+            }
+            if let taken { return try taken.get() }
+            // A cancelled task closes the connection (``OriginConnection/exchange``), which
+            // fails the exchange: this wait ends.
+            await self.wait { !$0.heads.isEmpty || $0.end != nil }
+        }
+    }
+
+    /// The body's next piece; `nil` after the last.
+    ///
+    /// - Throws: The `HTTPTransportError` that broke the body, or `CancellationError` when the
+    ///   reading task is cancelled while it waits.
+    func nextPiece() async throws -> ByteBuffer? {
+        while true {
+            let (taken, more): (Result<ByteBuffer?, any Error>?, Int?) = self.state.withLock { state in
+                if let (piece, more) = state.takePiece() { return (.success(piece), more ? state.number : nil) }
+                switch state.end {
+                case .success: return (.success(nil), nil)
+                case .failure(let error): return (.failure(error), nil)
+                case nil: return (state.isCancelled ? .failure(CancellationError()) : nil, nil)
+                }
+            }
+            if let number = more { self.demand(.more, number) }
+            if let taken { return try taken.get() }
+            await withTaskCancellationHandler {
+                await self.wait { $0.waitingPieces > 0 || $0.end != nil || $0.isCancelled }
+            } onCancel: {
+                self.readerLeft(isCancelled: true)
+            }
+        }
+    }
+
+    /// Waits for a change of the state, unless `isReady` holds already.
+    private func wait(until isReady: (borrowing State) -> Bool) async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            // Looked at again under the lock: a change or a cancellation between the reader's
+            // look and now would otherwise find no waiter to wake.
+            let isReady = self.state.withLock { state in
+                let isReady = isReady(state)
+                if !isReady { state.waiter = continuation }
+                return isReady
+            }
+            if isReady { continuation.resume() }
+        }
+    }
+
+    /// Whether the reader waits for the loop: for tests.
+    var isWaiting: Bool {
+        self.state.withLock { $0.waiter != nil }
+    }
+
+    /// The reader has gone: its body was dropped, or its task cancelled. Before the end, the
+    /// connection is told to stop, and a waiting reader wakes.
+    func readerLeft(isCancelled: Bool = false) {
+        let (waiter, unfinished) = self.state.withLock { state in
+            let wasGone = state.isGone
+            state.isGone = true
+            state.isCancelled = state.isCancelled || isCancelled
+            state.pieces = []
+            state.firstPiece = 0
+            defer { state.waiter = nil }
+            return (state.waiter, !wasGone && state.end == nil ? state.number : nil)
+        }
+        waiter?.resume()
+        if let number = unfinished { self.demand(.none, number) }
+    }
+}
+
+/// A response body as an origin connection delivers it, read once: the connection reads from
+/// the origin only while the reader keeps up (see ``OriginExchange``), and a body dropped before
+/// its end closes the connection.
+struct OriginBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+
+    /// Tells the exchange when the last copy of the body, or of its iterator, is gone.
+    fileprivate final class Reader: Sendable {
+        let exchange: OriginExchange
+
+        init(_ exchange: OriginExchange) {
+            self.exchange = exchange
+        }
+
+        deinit {
+            self.exchange.readerLeft()
+        }
+    }
+
+    private let reader: Reader
+
+    init(_ exchange: OriginExchange) {
+        self.reader = Reader(exchange)
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(reader: self.reader)
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        fileprivate let reader: Reader
+
+        /// The next piece; `nil` after the last.
+        ///
+        /// - Throws: The `HTTPTransportError` that broke the body, or `CancellationError`.
+        mutating func next() async throws -> ByteBuffer? {
+            try await self.reader.exchange.nextPiece()
+        }
+    }
+}
+
+/// Carries one exchange's events from the connection's handler to its ``OriginExchange``, on the
+/// connection's event loop.
 final class ExchangeBridge: OriginExchangeDelegate {
-    private var promise: EventLoopPromise<(HTTPResponseHead, ResponseBodyStream)>?
-    private var source: ResponseBodyStream.Source?
-    private let handler: NIOLoopBound<OriginExchangeHandler>
-    var number = 0
-    /// Receives the interim heads, if anyone wants them; at most ``mostInterimResponses`` of them.
-    var onInterim: ((HTTPResponseHead) -> Void)?
+    private let exchange: OriginExchange
+    private let wantsInterims: Bool
     private var interimCount = 0
 
     /// The most interim responses passed on for one exchange; an origin may send more, which
     /// are read past unseen.
     static let mostInterimResponses = 16
 
-    init(
-        promise: EventLoopPromise<(HTTPResponseHead, ResponseBodyStream)>,
-        handler: NIOLoopBound<OriginExchangeHandler>
-    ) {
-        self.promise = promise
-        self.handler = handler
+    init(_ exchange: OriginExchange, wantsInterims: Bool) {
+        self.exchange = exchange
+        self.wantsInterims = wantsInterims
     }
 
     func exchangeDidReceiveInterim(_ head: HTTPResponseHead) {
-        guard self.interimCount < Self.mostInterimResponses else { return }
+        guard self.wantsInterims, self.interimCount < Self.mostInterimResponses else { return }
         self.interimCount += 1
-        self.onInterim?(head)
+        self.exchange.received(interim: head)
     }
 
     func exchangeDidReceiveHead(_ head: HTTPResponseHead) {
-        // Up to 16 pieces (a megabyte at most) wait for the reader; reading resumes below 4.
-        let made = ResponseBodyStream.makeSequence(
-            backPressureStrategy: .init(lowWatermark: 4, highWatermark: 16),
-            finishOnDeinit: false,
-            delegate: Demand(handler: self.handler, number: self.number)
-        )
-        self.source = made.source
-        self.promise?.succeed((head, made.sequence))
-        self.promise = nil
+        self.exchange.received(head: head)
     }
 
     func exchangeDidReceiveBody(_ piece: ByteBuffer) -> Bool {
-        switch self.source?.yield(piece) {
-        case .produceMore: return true
-        case .stopProducing: return false
-        case .dropped, nil:
-            // The reader has gone: the rest of the body is nobody's.
-            self.handler.value.abandon(self.number)
-            return false
-        }
+        self.exchange.received(piece: piece)
     }
 
     func exchangeDidFinish() {
-        self.source?.finish()
-        self.source = nil
+        self.exchange.finish(.success(()))
     }
 
     func exchangeDidFail(_ error: HTTPTransportError) {
-        self.promise?.fail(error)
-        self.promise = nil
-        self.source?.finish(error)
-        self.source = nil
-    }
-
-    /// Tells the connection, on its event loop, that the reader wants more, or has gone.
-    struct Demand: NIOAsyncSequenceProducerDelegate {
-        let handler: NIOLoopBound<OriginExchangeHandler>
-        let number: Int
-
-        func produceMore() {
-            let handler = self.handler
-            let number = self.number
-            handler.eventLoop.execute { handler.value.resume(number) }
-        }
-
-        func didTerminate() {
-            let handler = self.handler
-            let number = self.number
-            handler.eventLoop.execute { handler.value.abandon(number) }
-        }
+        self.exchange.finish(.failure(error))
     }
 }

@@ -66,6 +66,13 @@ public final class RawOrigin: Sendable {
         self.connections.withLock { $0.count }
     }
 
+    /// Returns once the client or the origin has closed connection `number` (from 0, in the
+    /// order they were accepted), which must have been accepted.
+    public func closed(connection number: Int) async {
+        let channel = self.connections.withLock { $0[number] }
+        try? await channel.closeFuture.get()
+    }
+
     /// The heads of the requests received so far (request line and fields), in order.
     public var requests: [String] {
         self.received.withLock { $0 }
