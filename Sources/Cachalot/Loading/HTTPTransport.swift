@@ -65,10 +65,14 @@ public struct HTTPBody: AsyncSequence, Sendable {
     /// A piece of the body, as the network delivered it.
     public typealias Element = Data
 
-    private let makeNext: @Sendable () -> () async throws -> Data?
+    @usableFromInline let makeNext: @Sendable () -> () async throws -> Data?
 
     /// A body read from `sequence`, each element turned into `Data` by `transform`; the
     /// sequence's errors are the body's.
+    ///
+    /// Inlinable, so that its reading is specialized for the caller's sequence: generic, it
+    /// looked the sequence's types up at run time for every piece.
+    @inlinable
     public init<Base: AsyncSequence & Sendable>(
         _ sequence: Base,
         transform: @escaping @Sendable (Base.Element) -> Data

@@ -38,6 +38,15 @@ package final class HostLimiter: Sendable {
     ///   - priority: Higher goes first.
     /// - Throws: `CancellationError` if the task is cancelled while it waits.
     package func acquire(_ host: String, ticket: Int, priority: Int) async throws {
+        try Task.checkCancellation()
+        // A free slot is taken without suspending: a wait that is resumed at once still
+        // suspends its task and runs it again as a job of its executor, once per request.
+        let isTaken = self.state.withLock { state in
+            guard state.hosts[host, default: Host()].running < self.limit else { return false }
+            state.hosts[host, default: Host()].running += 1
+            return true
+        }
+        if isTaken { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = self.state.withLock { state -> Result<Bool, CancellationError> in
