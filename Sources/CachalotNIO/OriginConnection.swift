@@ -33,7 +33,7 @@ final class OriginConnection: Sendable {
         onReusable: @escaping @Sendable () -> Void
     ) async throws -> (HTTPResponseHead, OriginBody) {
         let handler = self.handler
-        let exchange = OriginExchange { [handler] demand, number in
+        let exchange = OriginExchange(passesInterims: interim != nil) { [handler] demand, number in
             handler.eventLoop.execute {
                 switch demand {
                 case .more: handler.value.resume(number)
@@ -41,11 +41,9 @@ final class OriginConnection: Sendable {
                 }
             }
         }
-        let wantsInterims = interim != nil
         self.channel.eventLoop.execute {
-            let bridge = ExchangeBridge(exchange, wantsInterims: wantsInterims)
             handler.value.onReusable = onReusable
-            exchange.started(as: handler.value.start(head, body: body, timeouts: timeouts, delegate: bridge))
+            exchange.started(as: handler.value.start(head, body: body, timeouts: timeouts, delegate: exchange))
         }
         return try await withTaskCancellationHandler {
             while true {
@@ -65,9 +63,10 @@ final class OriginConnection: Sendable {
     }
 }
 
-/// What one exchange hands from its connection's event loop to the task that reads it, in
-/// order: any interim heads, the final head, then the body's pieces and its end; or a failure,
-/// after which nothing more. One task reads it.
+/// What one exchange hands from its connection's event loop (as the delegate of its
+/// ``OriginExchangeHandler``) to the task that reads it, in order: any interim heads, the final
+/// head, then the body's pieces and its end; or a failure, after which nothing more. One task
+/// reads it.
 ///
 /// The body comes with back-pressure: once ``mostWaitingPieces`` pieces wait unread, the
 /// connection stops reading from the origin (``OriginExchangeDelegate/exchangeDidReceiveBody(_:)``
@@ -78,7 +77,7 @@ final class OriginConnection: Sendable {
 /// A concrete type with one lock, where NIO's generic `NIOThrowingAsyncSequenceProducer` and an
 /// `AsyncStream` for the interim heads looked their generic types up at run time several times
 /// per exchange (docs/performance.md).
-final class OriginExchange: Sendable {
+final class OriginExchange: OriginExchangeDelegate, Sendable {
     /// What the connection is asked to do for the reader, with the exchange's number.
     enum Demand {
         /// Read more of the body.
@@ -98,11 +97,14 @@ final class OriginExchange: Sendable {
     static let mostWaitingPieces = 16
     /// Reading from the origin resumes once this many pieces or fewer wait.
     static let fewestWaitingPieces = 4
+    /// The most interim responses passed on; an origin may send more, which are read past unseen.
+    static let mostInterimResponses = 16
 
     private struct State {
         /// Interim heads not yet taken, then the final head until it is taken.
         var heads: [Head] = []
-        var hasFinalHead = false
+        /// The interim heads passed on so far.
+        var interimCount = 0
         /// Pieces of the body not yet taken, from `firstPiece` on.
         var pieces: [ByteBuffer] = []
         var firstPiece = 0
@@ -139,10 +141,13 @@ final class OriginExchange: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether the reader wants the interim heads.
+    private let passesInterims: Bool
     /// Tells the connection, on its event loop, what the reader wants; given the exchange's number.
     private let demand: @Sendable (Demand, Int) -> Void
 
-    init(demand: @escaping @Sendable (Demand, Int) -> Void) {
+    init(passesInterims: Bool, demand: @escaping @Sendable (Demand, Int) -> Void) {
+        self.passesInterims = passesInterims
         self.demand = demand
     }
 
@@ -153,20 +158,22 @@ final class OriginExchange: Sendable {
         self.state.withLock { $0.number = number }
     }
 
-    func received(interim head: HTTPResponseHead) {
-        self.wake { $0.heads.append(.interim(head)) }
+    func exchangeDidReceiveInterim(_ head: HTTPResponseHead) {
+        guard self.passesInterims else { return }
+        self.wake { state in
+            guard state.interimCount < OriginExchange.mostInterimResponses else { return }
+            state.interimCount += 1
+            state.heads.append(.interim(head))
+        }
     }
 
-    func received(head: HTTPResponseHead) {
-        self.wake { state in
-            state.heads.append(.final(head))
-            state.hasFinalHead = true
-        }
+    func exchangeDidReceiveHead(_ head: HTTPResponseHead) {
+        self.wake { $0.heads.append(.final(head)) }
     }
 
     /// Hands on `piece`; `false` if the connection is to stop reading, for now or (the reader
     /// has gone) for good.
-    func received(piece: ByteBuffer) -> Bool {
+    func exchangeDidReceiveBody(_ piece: ByteBuffer) -> Bool {
         var isReading = false
         self.wake { state in
             guard !state.isGone else { return }
@@ -177,8 +184,16 @@ final class OriginExchange: Sendable {
         return isReading
     }
 
+    func exchangeDidFinish() {
+        self.finish(.success(()))
+    }
+
+    func exchangeDidFail(_ error: HTTPTransportError) {
+        self.finish(.failure(error))
+    }
+
     /// Ends the exchange: the body is whole, or the exchange failed with `error`.
-    func finish(_ end: Result<Void, HTTPTransportError>) {
+    private func finish(_ end: Result<Void, HTTPTransportError>) {
         self.wake { state in
             if state.end == nil { state.end = end }
         }
@@ -203,8 +218,11 @@ final class OriginExchange: Sendable {
         while true {
             let taken: Result<Head, HTTPTransportError>? = self.state.withLock { state in
                 if !state.heads.isEmpty { return .success(state.heads.removeFirst()) }
-                if case .failure(let error) = state.end { return .failure(error) }
-                return nil
+                switch state.end {
+                case .failure(let error): return .failure(error)
+                case .success: return .failure(HTTPTransportError(.connectionClosed, "The exchange ended unanswered."))
+                case nil: return nil
+                }
             }
             if let taken { return try taken.get() }
             // A cancelled task closes the connection (``OriginConnection/exchange``), which
@@ -311,44 +329,5 @@ struct OriginBody: AsyncSequence, Sendable {
         mutating func next() async throws -> ByteBuffer? {
             try await self.reader.exchange.nextPiece()
         }
-    }
-}
-
-/// Carries one exchange's events from the connection's handler to its ``OriginExchange``, on the
-/// connection's event loop.
-final class ExchangeBridge: OriginExchangeDelegate {
-    private let exchange: OriginExchange
-    private let wantsInterims: Bool
-    private var interimCount = 0
-
-    /// The most interim responses passed on for one exchange; an origin may send more, which
-    /// are read past unseen.
-    static let mostInterimResponses = 16
-
-    init(_ exchange: OriginExchange, wantsInterims: Bool) {
-        self.exchange = exchange
-        self.wantsInterims = wantsInterims
-    }
-
-    func exchangeDidReceiveInterim(_ head: HTTPResponseHead) {
-        guard self.wantsInterims, self.interimCount < Self.mostInterimResponses else { return }
-        self.interimCount += 1
-        self.exchange.received(interim: head)
-    }
-
-    func exchangeDidReceiveHead(_ head: HTTPResponseHead) {
-        self.exchange.received(head: head)
-    }
-
-    func exchangeDidReceiveBody(_ piece: ByteBuffer) -> Bool {
-        self.exchange.received(piece: piece)
-    }
-
-    func exchangeDidFinish() {
-        self.exchange.finish(.success(()))
-    }
-
-    func exchangeDidFail(_ error: HTTPTransportError) {
-        self.exchange.finish(.failure(error))
     }
 }

@@ -27,7 +27,7 @@ struct OriginExchangeTests {
     /// An exchange whose demands of the connection are recorded, as exchange 7 of its connection.
     static func exchange() -> (OriginExchange, Demands) {
         let demands = Demands()
-        let exchange = OriginExchange { demand, number in
+        let exchange = OriginExchange(passesInterims: true) { demand, number in
             #expect(number == 7)
             demands.append(demand)
         }
@@ -46,9 +46,9 @@ struct OriginExchangeTests {
     @Test("interim heads come before the final one, in order; a failure before the final head fails the head")
     func heads() async throws {
         let (exchange, _) = Self.exchange()
-        exchange.received(interim: Self.head(103))
-        exchange.received(interim: Self.head(102))
-        exchange.finish(.failure(HTTPTransportError(.responseTimeout, "none")))
+        exchange.exchangeDidReceiveInterim(Self.head(103))
+        exchange.exchangeDidReceiveInterim(Self.head(102))
+        exchange.exchangeDidFail(HTTPTransportError(.responseTimeout, "none"))
         var codes: [UInt] = []
         for _ in 0..<2 {
             guard case .interim(let head) = try await exchange.nextHead() else { break }
@@ -60,12 +60,24 @@ struct OriginExchangeTests {
         }
     }
 
+    @Test("at most 16 interim heads are passed on, and none to a reader that wants none")
+    func interimLimit() async throws {
+        for passes in [true, false] {
+            let exchange = OriginExchange(passesInterims: passes) { _, _ in }
+            for _ in 0..<20 { exchange.exchangeDidReceiveInterim(Self.head(103)) }
+            exchange.exchangeDidReceiveHead(Self.head(200))
+            var interims = 0
+            while case .interim = try await exchange.nextHead() { interims += 1 }
+            #expect(interims == (passes ? 16 : 0))
+        }
+    }
+
     @Test("reading from the origin stops at 16 waiting pieces and resumes once 4 wait; the pieces come in order")
     func backPressure() async throws {
         let (exchange, demands) = Self.exchange()
-        exchange.received(head: Self.head(200))
+        exchange.exchangeDidReceiveHead(Self.head(200))
         guard case .final = try await exchange.nextHead() else { throw CancellationError() }
-        let goesOn = (0..<16).map { exchange.received(piece: Self.piece(UInt8($0))) }
+        let goesOn = (0..<16).map { exchange.exchangeDidReceiveBody(Self.piece(UInt8($0))) }
         #expect(goesOn == Array(repeating: true, count: 15) + [false])
         var iterator = OriginBody(exchange).makeAsyncIterator()
         var read: [UInt8] = []
@@ -73,7 +85,7 @@ struct OriginExchangeTests {
         #expect(demands.all.isEmpty)
         read.append(try await iterator.next()?.getInteger(at: 0) ?? 255)
         #expect(demands.all == [.more])
-        exchange.finish(.success(()))
+        exchange.exchangeDidFinish()
         while let piece = try await iterator.next() { read.append(piece.getInteger(at: 0) ?? 255) }
         #expect(read == Array(0..<16))
         #expect(demands.all == [.more])
@@ -83,28 +95,28 @@ struct OriginExchangeTests {
     func droppedBody() async throws {
         for readsToTheEnd in [false, true] {
             let (exchange, demands) = Self.exchange()
-            exchange.received(head: Self.head(200))
-            _ = exchange.received(piece: Self.piece(1))
+            exchange.exchangeDidReceiveHead(Self.head(200))
+            _ = exchange.exchangeDidReceiveBody(Self.piece(1))
             do {
                 var iterator = OriginBody(exchange).makeAsyncIterator()
                 #expect(try await iterator.next() != nil)
                 if readsToTheEnd {
-                    exchange.finish(.success(()))
+                    exchange.exchangeDidFinish()
                     #expect(try await iterator.next() == nil)
                 }
             }
             #expect(demands.all == (readsToTheEnd ? [] : [.none]))
             // The connection's next pieces are nobody's: reading stops.
-            #expect(exchange.received(piece: Self.piece(2)) == false)
+            #expect(exchange.exchangeDidReceiveBody(Self.piece(2)) == false)
         }
     }
 
     @Test("a failure after the head breaks the body after the pieces that came before it")
     func brokenBody() async throws {
         let (exchange, _) = Self.exchange()
-        exchange.received(head: Self.head(200))
-        _ = exchange.received(piece: Self.piece(1))
-        exchange.finish(.failure(HTTPTransportError(.idleTimeout, "silent")))
+        exchange.exchangeDidReceiveHead(Self.head(200))
+        _ = exchange.exchangeDidReceiveBody(Self.piece(1))
+        exchange.exchangeDidFail(HTTPTransportError(.idleTimeout, "silent"))
         var iterator = OriginBody(exchange).makeAsyncIterator()
         #expect(try await iterator.next()?.getInteger(at: 0) == UInt8(1))
         await #expect { _ = try await iterator.next() } throws: { error in
@@ -115,7 +127,7 @@ struct OriginExchangeTests {
     @Test("a reader cancelled while it waits for a piece stops with CancellationError and tells the connection to stop")
     func cancelledReader() async throws {
         let (exchange, demands) = Self.exchange()
-        exchange.received(head: Self.head(200))
+        exchange.exchangeDidReceiveHead(Self.head(200))
         let body = OriginBody(exchange)
         let reading = Task {
             for try await _ in body {}
