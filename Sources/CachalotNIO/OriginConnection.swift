@@ -105,8 +105,9 @@ final class OriginExchange: OriginExchangeDelegate, Sendable {
         var heads: [Head] = []
         /// The interim heads passed on so far.
         var interimCount = 0
-        /// Pieces of the body not yet taken, from `firstPiece` on.
-        var pieces: [ByteBuffer] = []
+        /// Pieces of the body not yet taken, from `firstPiece` on; those before it are taken,
+        /// and let go (`nil`) as they are.
+        var pieces: [ByteBuffer?] = []
         var firstPiece = 0
         /// How the exchange ended, once it has; a failure before the final head fails the head.
         var end: Result<Void, HTTPTransportError>?
@@ -125,8 +126,8 @@ final class OriginExchange: OriginExchangeDelegate, Sendable {
 
         /// Takes the next waiting piece, if any; with `more`, reading from the origin is to resume.
         mutating func takePiece() -> (piece: ByteBuffer, more: Bool)? {
-            guard self.firstPiece < self.pieces.count else { return nil }
-            let piece = self.pieces[self.firstPiece]
+            guard self.firstPiece < self.pieces.count, let piece = self.pieces[self.firstPiece] else { return nil }
+            self.pieces[self.firstPiece] = nil
             self.firstPiece += 1
             if self.firstPiece == self.pieces.count {
                 self.pieces.removeAll(keepingCapacity: true)
