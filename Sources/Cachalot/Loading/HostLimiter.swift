@@ -21,6 +21,13 @@ package final class HostLimiter: Sendable {
     private struct State {
         var hosts: [String: Host] = [:]
         var arrivals = 0
+
+        /// Takes a slot of `host` if one of its `limit` is free.
+        mutating func takeSlot(of host: String, limit: Int) -> Bool {
+            guard self.hosts[host, default: Host()].running < limit else { return false }
+            self.hosts[host, default: Host()].running += 1
+            return true
+        }
     }
 
     /// The most requests in flight to one host.
@@ -41,21 +48,13 @@ package final class HostLimiter: Sendable {
         try Task.checkCancellation()
         // A free slot is taken without suspending: a wait that is resumed at once still
         // suspends its task and runs it again as a job of its executor, once per request.
-        let isTaken = self.state.withLock { state in
-            guard state.hosts[host, default: Host()].running < self.limit else { return false }
-            state.hosts[host, default: Host()].running += 1
-            return true
-        }
-        if isTaken { return }
+        if self.state.withLock({ $0.takeSlot(of: host, limit: self.limit) }) { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = self.state.withLock { state -> Result<Bool, CancellationError> in
                     // Cancelled before it could wait: the cancellation handler found nothing to remove.
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    if state.hosts[host, default: Host()].running < self.limit {
-                        state.hosts[host, default: Host()].running += 1
-                        return .success(true)
-                    }
+                    if state.takeSlot(of: host, limit: self.limit) { return .success(true) }
                     state.arrivals += 1
                     state.hosts[host, default: Host()].waiters.append(
                         Waiter(ticket: ticket, priority: priority, arrival: state.arrivals, continuation: continuation)
