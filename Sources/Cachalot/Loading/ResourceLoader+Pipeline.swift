@@ -87,8 +87,9 @@ extension ResourceLoader {
             }
             answer.forwardReason = .method
         case .exchange(let key, let validating, let reason):
-            answer = try await self.fly(request, key: key, validating: validating, priority: priority, delivery)
-            answer.forwardReason = reason
+            answer = try await self.fly(prepared, key: key, validating: validating, priority: priority, delivery)
+            // A flight that found its answer stored since the step was decided went nowhere.
+            if answer.source != .memory { answer.forwardReason = reason }
         }
         self.counters.answer(answer.source, bytes: answer.answeredBytes)
         return answer
@@ -216,13 +217,19 @@ extension ResourceLoader {
     /// read as it arrives, shared where it can be. A caller whose request the shared answer
     /// does not match, or that gets no share of an answer that cannot be shared, sends its own
     /// request.
+    ///
+    /// A flight that starts, not one joined, looks in memory first: the step was decided when
+    /// the load was prepared, and a flight for the key that ended since then stored its answer
+    /// there before it ended. Without that look, a request prepared while a flight ran and
+    /// resumed after it ended would ask the origin again.
     private func fly(
-        _ request: HTTPRequest,
+        _ prepared: PreparedLoad,
         key: ResponseKey,
         validating: CachedResponse?,
         priority: Priority,
         _ delivery: Delivery
     ) async throws -> ResourceStream {
+        let request = prepared.request
         let answer: Flights<FlightKey, FlightAnswer>.Boarding
         switch delivery {
         case .whole(let progress, let onWaiting):
@@ -235,12 +242,24 @@ extension ResourceLoader {
                 progress: progress,
                 onWaiting: reportWaiting
             ) { run in
-                FlightAnswer.whole(try await self.exchangeWhole(request, key: key, validating: validating, run: run))
+                if let stored = self.storedMeanwhile(prepared, key: key, validating: validating) {
+                    return .whole(stored)
+                }
+                return .whole(try await self.exchangeWhole(request, key: key, validating: validating, run: run))
             }
         case .streamed(let interim):
             let flight = FlightKey(key, validating: validating != nil, kind: .streamed)
             answer = try await self.flights.run(flight, priority: priority.rawValue, progress: nil) { run in
-                try await self.exchangeShared(request, key: key, validating: validating, run: run, interim: interim)
+                if let stored = self.storedMeanwhile(prepared, key: key, validating: validating) {
+                    return .whole(stored)
+                }
+                return try await self.exchangeShared(
+                    request,
+                    key: key,
+                    validating: validating,
+                    run: run,
+                    interim: interim
+                )
             }
         }
         switch answer.value {
@@ -276,6 +295,25 @@ extension ResourceLoader {
             case .response(let incoming): self.stream(of: ResponseBody(incoming, loader: self))
             }
         }
+    }
+
+    /// The fresh response that memory holds for `prepared` under `key` now, stored since its
+    /// step was decided, as the answer the step would be made of it (see
+    /// ``fly(_:key:validating:priority:_:)``); `nil` if there is none, or the step validates
+    /// `validating`, which was there when it was decided.
+    private func storedMeanwhile(_ prepared: PreparedLoad, key: ResponseKey, validating: CachedResponse?) -> Resource? {
+        guard validating == nil, let stored = self.tiers.storedInMemory(key, for: prepared.request) else { return nil }
+        let step = LoadPlan.step(
+            for: prepared.request,
+            key: key,
+            policy: prepared.policy ?? self.configuration.policy,
+            lookup: .found(stored, .memory),
+            rules: self.configuration.rules,
+            at: self.now(),
+            hasSharedTiers: !self.tiers.shared.isEmpty
+        )
+        guard case .answer(let resource) = step, resource.source == .memory else { return nil }
+        return resource
     }
 
     /// The operation of a flight whose callers want the answer whole: the request sent when its

@@ -101,6 +101,19 @@ final class TierChain: Sendable {
         try Self.select(url, for: request) { key throws(CacheError) in try self.entry(key, reading: reading) }
     }
 
+    /// The response that `request` selects under `url` in memory, if memory holds one: a hit
+    /// counted only if it does, so that a step looked at again after it was decided counts no
+    /// second miss.
+    func storedInMemory(_ url: ResponseKey, for request: HTTPRequest) -> CachedResponse? {
+        guard let memory = self.memory, memory.contains(url) else { return nil }
+        let lookup = Self.select(url, for: request) { key in
+            guard memory.contains(key), let entry = memory.value(forKey: key) else { return nil }
+            return (entry, StorageTier.memory)
+        }
+        guard case .found(let response, _) = lookup else { return nil }
+        return response
+    }
+
     /// What memory holds for `request` under `url`, looked up without waiting, for a thread
     /// that must never wait (an event loop); `nil` when memory has nothing for it and the disk
     /// may have, which only a lookup that may wait reads. Of the disk it asks only whether the

@@ -47,6 +47,27 @@ struct PreparedLoadTests {
         #expect(origin.requests.count == 1)
     }
 
+    @Test("a miss prepared while another load of it runs, resumed after that load stored it, is answered from memory")
+    func missStoredMeanwhile() async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
+        defer { origin.stop() }
+        let loader = try self.makeLoader()
+        let request = HTTPRequest(method: .get, url: origin.url("/a"))
+        let streamed = try loader.prepare(request)
+        let whole = try loader.prepare(request)
+        #expect(streamed.answer == nil && whole.answer == nil)
+        _ = try await loader.load(request)
+        #expect(origin.requests.count == 1)
+        // Both were decided misses before it was stored; neither flight they start asks again.
+        let resumed = try await loader.stream(streamed).collected()
+        #expect(resumed.source == .memory)
+        #expect(resumed.forwardReason == nil)
+        #expect(String(decoding: resumed.body, as: UTF8.self) == "x")
+        let loaded = try await loader.answer(whole, body: nil, priority: .normal, delivery: .whole(nil, nil))
+        #expect(try await loaded.collected().source == .memory)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("prepared from memory alone, an entry on disk is read when the load resumes, and memory is not asked again")
     func memoryOnly() async throws {
         let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }
