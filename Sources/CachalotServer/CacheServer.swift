@@ -282,7 +282,6 @@ public final class CacheServer: Service, Sendable {
                             HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)
                         )
                     )
-                    try pipeline.addHandler(ServerCodec())
                     // The proxy's 408s go to the access log; the admin listener's requests are not logged.
                     let onBodyTimeout = immediate.map { _ in
                         { (head: HTTPRequestHead, remote: SocketAddress?, elapsed: TimeAmount) in
@@ -295,16 +294,17 @@ public final class CacheServer: Service, Sendable {
                             )
                         }
                     }
-                    try pipeline.addHandler(
-                        RequestPhases(
-                            requestLines: requestLines,
-                            headTimeout: headTimeout,
-                            bodyIdle: bodyTimeout,
-                            bodyTotal: bodyTotalTimeout,
-                            log: self.loopLog,
-                            onBodyTimeout: onBodyTimeout
-                        )
+                    // Told of the responses by the codec, which writes them: not on their way.
+                    let phases = RequestPhases(
+                        requestLines: requestLines,
+                        headTimeout: headTimeout,
+                        bodyIdle: bodyTimeout,
+                        bodyTotal: bodyTotalTimeout,
+                        log: self.loopLog,
+                        onBodyTimeout: onBodyTimeout
                     )
+                    try pipeline.addHandler(ServerCodec(phases: phases))
+                    try pipeline.addHandler(phases)
                     try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
                     return try (ClosingOnRelease.self as any AcceptedConnectionWrapping.Type).wrap(channel)
                 }

@@ -39,10 +39,13 @@ import Darwin
 ///
 /// Each exchange only moves a deadline; one timer per connection checks the earliest when it is
 /// due, and goes again for a deadline moved later.
-final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
+///
+/// It learns of the responses from ``ServerCodec`` (``responseBegan()``, ``responseEnded()``),
+/// which writes them all, its own included: it is not on their way, so a response's parts, its
+/// flush and the next read do not cross it.
+final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = RequestPart
     typealias InboundOut = RequestPart
-    typealias OutboundIn = ResponsePart
     typealias OutboundOut = ResponsePart
 
     /// What the connection's request lines were like, for a head that overflowed.
@@ -79,6 +82,9 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     /// When ``timer`` fires.
     private var timerDeadline: NIODeadline?
+    /// The handler's place in the pipeline, while it is in one: the responses are told of
+    /// without it.
+    private var context: ChannelHandlerContext?
 
     init(
         requestLines: RequestLineMeter,
@@ -99,6 +105,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Events
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         if context.channel.isActive { self.awaitHead(context) }
     }
 
@@ -114,6 +121,7 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.stop()
+        self.context = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -164,23 +172,18 @@ final class RequestPhases: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelReadComplete()
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch RequestPhases.unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200:
-            self.hasUnterminatedResponse = true
-            self.isAnswered = true
-        case .end:
-            self.hasUnterminatedResponse = false
-            // Before the end goes on: writing it may hand this handler the next pipelined
-            // request's head at once, which must find the wait for it started, to stop it.
-            self.awaitHead(context)
-        case .whole:
-            self.isAnswered = true
-            self.awaitHead(context)
-        case .head, .body:
-            break
-        }
-        context.write(data, promise: promise)
+    /// A final response's head is being written (on the event loop, by ``ServerCodec``).
+    func responseBegan() {
+        self.hasUnterminatedResponse = true
+        self.isAnswered = true
+    }
+
+    /// A final response's end is being written (on the event loop, by ``ServerCodec``), before
+    /// its bytes go: writing it may hand this handler the next pipelined request's head at
+    /// once, which must find the wait for it started, to stop it.
+    func responseEnded() {
+        self.hasUnterminatedResponse = false
+        if let context = self.context { self.awaitHead(context) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -120,6 +120,15 @@ final class ServerCodec: ChannelDuplexHandler {
     /// Whether a flush was put off for a head written alone, and has not happened yet.
     private var isFlushPutOff = false
 
+    /// Told of each final response as it begins and ends, before its bytes are written: the
+    /// handler that bounds a request's phases in time sees the responses without being on
+    /// their way, where each part, flush and read would cross it.
+    private let phases: RequestPhases?
+
+    init(phases: RequestPhases? = nil) {
+        self.phases = phases
+    }
+
     // MARK: - Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -249,6 +258,7 @@ final class ServerCodec: ChannelDuplexHandler {
         if case .head = part {} else { self.isHeadAlone = false }
         switch part {
         case .head(let head):
+            if head.status.code >= 200 { self.phases?.responseBegan() }
             var buffer = context.channel.allocator.buffer(capacity: 256)
             self.writeHead(head, bodyLength: nil, into: &buffer)
             context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
@@ -269,6 +279,7 @@ final class ServerCodec: ChannelDuplexHandler {
             context.write(ServerCodec.wrapOutboundOut(.byteBuffer(piece)), promise: nil)
             context.write(ServerCodec.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
         case .end:
+            self.phases?.responseEnded()
             if self.isChunked {
                 context.write(
                     ServerCodec.wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "0\r\n\r\n"))),
@@ -280,6 +291,8 @@ final class ServerCodec: ChannelDuplexHandler {
             }
             self.endResponse(context)
         case .whole(let head, let body):
+            self.phases?.responseBegan()
+            self.phases?.responseEnded()
             let length = body.reduce(0) { $0 + $1.count }
             let inline = length <= Self.largestInlineBody
             var buffer: ByteBuffer

@@ -166,6 +166,19 @@ struct ProxyHardeningTests {
     }
 
     @Test(
+        "A kept-alive connection left idle after a response is disconnected after the head timeout",
+        .timeLimit(.minutes(1))
+    )
+    func idleAfterResponse() async throws {
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin) { $0.limits.requestHeadTimeout = .milliseconds(200) }
+        // One request answered, then nothing: the read ends only because the server closes.
+        let received = try await RawClient.exchange("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [200])
+        try await proxy.stop()
+    }
+
+    @Test(
         "A client that stops reading a response is disconnected after the send timeout, logged off the event loop",
         .timeLimit(.minutes(1))
     )
