@@ -102,10 +102,10 @@ final class TierChain: Sendable {
     }
 
     /// The response that `request` selects under `url` in memory, if memory holds one: a hit
-    /// counted only if it does, so that a step looked at again after it was decided counts no
-    /// second miss.
+    /// counted only if it does (each key is asked whether it is there first), so that a step
+    /// looked at again after it was decided counts no second miss.
     func storedInMemory(_ url: ResponseKey, for request: HTTPRequest) -> CachedResponse? {
-        guard let memory = self.memory, memory.contains(url) else { return nil }
+        guard let memory = self.memory else { return nil }
         let lookup = Self.select(url, for: request) { key in
             guard memory.contains(key), let entry = memory.value(forKey: key) else { return nil }
             return (entry, StorageTier.memory)
