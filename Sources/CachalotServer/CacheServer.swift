@@ -253,7 +253,7 @@ public final class CacheServer: Service, Sendable {
     typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ServerRequestPart, ResponsePart>, Never>
 
     /// Listens on `address`; with `immediate`, its connections answer what the cache answers at
-    /// once on their event loop (see ``ImmediateResponder``).
+    /// once on their event loop: their ``ServerCodec`` asks an ``ImmediateResponder``.
     private func bind(_ address: Address, answeringAtOnce immediate: ProxyResponder?) async throws -> Listener {
         let limits = self.configuration.limits
         var limitConfiguration = NIOHTTPDecoderLimitConfiguration()
@@ -303,9 +303,11 @@ public final class CacheServer: Service, Sendable {
                         log: self.loopLog,
                         onBodyTimeout: onBodyTimeout
                     )
-                    try pipeline.addHandler(ServerCodec(phases: phases))
+                    // What the cache answers at once, the codec writes itself; the admin listener
+                    // answers everything in its connections' tasks.
+                    let answers = immediate.map { ImmediateResponder(responder: $0, connections: self.connections) }
+                    try pipeline.addHandler(ServerCodec(phases: phases, answers: answers))
                     try pipeline.addHandler(phases)
-                    try pipeline.addHandler(ImmediateResponder(responder: immediate, connections: self.connections))
                     return try (ClosingOnRelease.self as any AcceptedConnectionWrapping.Type).wrap(channel)
                 }
             }
@@ -365,7 +367,7 @@ extension CacheServer {
     func log(
         _ request: ServerRequest,
         status: Int,
-        cacheStatus: String,
+        cacheStatus: @autoclosure () -> String,
         bytes: Int,
         since start: ContinuousClock.Instant
     ) {
@@ -380,7 +382,7 @@ extension CacheServer {
                 status: status,
                 bytes: bytes,
                 microseconds: seconds * 1_000_000 + attoseconds / 1_000_000_000_000,
-                cacheStatus: cacheStatus
+                cacheStatus: cacheStatus()
             )
         )
     }

@@ -96,32 +96,48 @@ struct CacheStatus: Sendable, CustomStringConvertible {
     }
 
     var description: String {
-        // Written into the string's own storage: a hit makes one for every answer.
-        let detail = self.detail.map(Self.item)
-        let capacity = self.name.utf8.count + (self.forward?.utf8.count ?? 0) + (detail?.utf8.count ?? 0) + 128
-        return String(unsafeUninitializedCapacity: capacity) { storage in
+        String(unsafeUninitializedCapacity: self.length) { storage in
             var line = ByteWriter(storage)
-            line.write(self.name)
-            if self.hit { line.write("; hit") }
-            if let forward {
-                line.write("; fwd=")
-                line.write(forward)
-            }
-            if let forwardStatus {
-                line.write("; fwd-status=")
-                line.write(decimal: forwardStatus)
-            }
-            if let timeToLive {
-                line.write("; ttl=")
-                line.write(decimal: timeToLive)
-            }
-            if self.stored { line.write("; stored") }
-            if self.collapsed { line.write("; collapsed") }
-            if let detail {
-                line.write("; detail=")
-                line.write(detail)
-            }
+            self.write(into: &line)
             return line.count
+        }
+    }
+
+    /// The bytes ``write(into:)`` writes.
+    var length: Int {
+        var length = self.name.utf8.count
+        if self.hit { length += "; hit".utf8.count }
+        if let forward { length += "; fwd=".utf8.count + forward.utf8.count }
+        if let forwardStatus { length += "; fwd-status=".utf8.count + ByteWriter.decimalLength(forwardStatus) }
+        if let timeToLive { length += "; ttl=".utf8.count + ByteWriter.decimalLength(timeToLive) }
+        if self.stored { length += "; stored".utf8.count }
+        if self.collapsed { length += "; collapsed".utf8.count }
+        if let detail { length += "; detail=".utf8.count + Self.item(detail).utf8.count }
+        return length
+    }
+
+    /// Writes the member as the field has it: a hit writes it into its response's head, with no
+    /// string made of it (the access log makes one, off the event loop's path when it is off).
+    func write(into line: inout ByteWriter) {
+        line.write(self.name)
+        if self.hit { line.write("; hit") }
+        if let forward {
+            line.write("; fwd=")
+            line.write(forward)
+        }
+        if let forwardStatus {
+            line.write("; fwd-status=")
+            line.write(decimal: forwardStatus)
+        }
+        if let timeToLive {
+            line.write("; ttl=")
+            line.write(decimal: timeToLive)
+        }
+        if self.stored { line.write("; stored") }
+        if self.collapsed { line.write("; collapsed") }
+        if let detail {
+            line.write("; detail=")
+            line.write(Self.item(detail))
         }
     }
 

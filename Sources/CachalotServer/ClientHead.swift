@@ -72,7 +72,7 @@ struct ClientHead: Sendable {
     /// Adds what changes from one answer to the next: `age`, if the head is a stored
     /// response's without it, `Date` if the origin sent none, and `cacheStatus`, the last of
     /// the proxy's own fields.
-    mutating func finish(age: Int?, cacheStatus: String) {
+    mutating func finish(age: Int?, cacheStatus: CacheStatus) {
         self.added.age = age
         if !self.hasDate {
             self.added.date = DateField.text()
@@ -116,7 +116,7 @@ struct ClientHead: Sendable {
 struct AddedFields: Sendable {
     var age: Int?
     var date: String?
-    var cacheStatus: String?
+    var cacheStatus: CacheStatus?
     var closes = false
 
     /// As names and values, in order.
@@ -124,7 +124,7 @@ struct AddedFields: Sendable {
         var pairs: [(name: String, value: String)] = []
         if let age { pairs.append(("Age", String(age))) }
         if let date { pairs.append(("Date", date)) }
-        if let cacheStatus { pairs.append(("Cache-Status", cacheStatus)) }
+        if let cacheStatus { pairs.append(("Cache-Status", cacheStatus.description)) }
         if self.closes { pairs.append(("Connection", "close")) }
         return pairs
     }
@@ -134,7 +134,7 @@ struct AddedFields: Sendable {
         var length = 0
         if let age { length += "Age: \r\n".utf8.count + ByteWriter.decimalLength(age) }
         if let date { length += ByteWriter.fieldLength("Date", date) }
-        if let cacheStatus { length += ByteWriter.fieldLength("Cache-Status", cacheStatus) }
+        if let cacheStatus { length += "Cache-Status: \r\n".utf8.count + cacheStatus.length }
         if self.closes { length += "Connection: close\r\n".utf8.count }
         return length
     }
@@ -147,7 +147,11 @@ struct AddedFields: Sendable {
             writer.write("\r\n")
         }
         if let date { writer.writeField("Date", date) }
-        if let cacheStatus { writer.writeField("Cache-Status", cacheStatus) }
+        if let cacheStatus {
+            writer.write("Cache-Status: ")
+            cacheStatus.write(into: &writer)
+            writer.write("\r\n")
+        }
         if self.closes { writer.write("Connection: close\r\n") }
     }
 }

@@ -15,13 +15,19 @@ struct ServerRequest: Sendable {
     /// Who sent it.
     var client: Client
     /// The proxy's load of it, prepared on the event loop that read it (see
-    /// ``ImmediateResponder``): the connection's task resumes it instead of preparing it again.
+    /// ``ImmediateResponder``, which ``ServerCodec`` asks): the connection's task resumes it
+    /// instead of preparing it again.
     var prepared: PreparedLoad?
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
         self.head = head
-        if let fragment = head.uri.utf8.firstIndex(of: UInt8(ascii: "#")) {
-            self.head.uri = String(head.uri[..<fragment])
+        // Through the string's bytes, where the search is specialized here: through the generic
+        // collection's, it cost a hit 1k instructions.
+        let uri = head.uri.utf8
+        if let fragment = uri.withContiguousStorageIfAvailable({ $0.firstIndex(of: UInt8(ascii: "#")) })
+            ?? uri.firstIndex(of: UInt8(ascii: "#")).map({ uri.distance(from: uri.startIndex, to: $0) })
+        {
+            self.head.uri = String(decoding: uri.prefix(fragment), as: UTF8.self)
         }
         self.body = body
         self.client = client

@@ -40,12 +40,15 @@ import Darwin
 /// Each exchange only moves a deadline; one timer per connection checks the earliest when it is
 /// due, and goes again for a deadline moved later.
 ///
-/// It learns of the responses from ``ServerCodec`` (``responseBegan()``, ``responseEnded()``),
-/// which writes them all, its own included: it is not on their way, so a response's parts, its
-/// flush and the next read do not cross it.
+/// It learns of the requests and the responses from ``ServerCodec``, which asks it whether each
+/// request part goes on (``admits(_:)``, ``admitsWhole(_:)``) and tells it as each response
+/// begins and ends (``responseBegan()``, ``responseEnded()``), since the codec writes them all,
+/// its own included: a request answered at once, a response's parts, its flush and the next
+/// read do not cross it. It stays in the pipeline for the parser's errors, the connection's
+/// opening and closing, and the end of each read that handed something on.
 final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = RequestPart
-    typealias InboundOut = RequestPart
+    typealias InboundIn = ServerRequestPart
+    typealias InboundOut = ServerRequestPart
     typealias OutboundOut = ResponsePart
 
     /// What the connection's request lines were like, for a head that overflowed.
@@ -124,27 +127,39 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
         self.context = nil
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !self.hasClosingRequestEnded else { return }
-        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
-        // unspecialized, and looks the message's type up at run time (docs/performance.md).
-        let part = RequestPhases.unwrapInboundIn(data)
+    /// Whether a request `GET` or `HEAD` read whole, with `head`, goes on: asked by
+    /// ``ServerCodec`` as it hands requests on, so that a request answered at once crosses no
+    /// handler. What is not admitted is dropped: it follows the request that closes the
+    /// connection, or the body's time ran out.
+    func admitsWhole(_ head: HTTPRequestHead) -> Bool {
+        guard !self.hasClosingRequestEnded else { return false }
         // What closes the connection is noted even after the body's time ran out: what follows
         // it is not a request, and gets no answer.
+        if !head.isKeepAlive { self.isClosing = true }
+        self.headDeadline = nil
+        if self.isClosing { self.hasClosingRequestEnded = true }
+        guard !self.hasBodyExpired else { return false }
+        // No body to wait for.
+        self.isAnswered = false
+        self.bodyHead = nil
+        self.bodyDeadline = nil
+        return true
+    }
+
+    /// Whether a request's part goes on, as ``admitsWhole(_:)`` says of a whole request.
+    func admits(_ part: ServerRequestPart) -> Bool {
+        if case .request(let request) = part { return self.admitsWhole(request.head) }
+        guard !self.hasClosingRequestEnded else { return false }
         switch part {
         case .head(let head):
             if !head.isKeepAlive { self.isClosing = true }
             self.headDeadline = nil
-        case .whole(let head):
-            if !head.isKeepAlive { self.isClosing = true }
-            self.headDeadline = nil
-            if self.isClosing { self.hasClosingRequestEnded = true }
         case .end:
             if self.isClosing { self.hasClosingRequestEnded = true }
-        case .body:
+        case .body, .request:
             break
         }
-        guard !self.hasBodyExpired else { return }
+        guard !self.hasBodyExpired else { return false }
         switch part {
         case .head(let head):
             let now = NIODeadline.now()
@@ -152,18 +167,15 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
             self.isAnswered = false
             self.bodyTotalDeadline = now + self.bodyTotal
             self.bodyDeadline = min(now + self.bodyIdle, self.bodyTotalDeadline)
-        case .whole:
-            // No body to wait for.
-            self.isAnswered = false
-            self.bodyHead = nil
-            self.bodyDeadline = nil
         case .body:
             if self.bodyDeadline != nil { self.bodyDeadline = min(.now() + self.bodyIdle, self.bodyTotalDeadline) }
         case .end:
             self.bodyHead = nil
             self.bodyDeadline = nil
+        case .request:
+            break
         }
-        context.fireChannelRead(data)
+        return true
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -282,9 +294,12 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
 /// alike, and a request line over the limit is answered 414, not 431.
 ///
 /// A request line is a line that starts with a token and a space (a method): a header field's
-/// name ends at a colon, never a space. Each line's first bytes are read until that is known;
-/// the rest of it is skipped to its end with `memchr`, so a body costs little. A body line that
-/// looks like a long request line would make a later overflow of the same connection 414.
+/// name ends at a colon, never a space. Only a read that may hold a line over the limit (the
+/// line it continues counted) is read line by line, each line's first bytes until that is known
+/// and the rest skipped to its end with `memchr`; of any other read, only its last line's first
+/// bytes are read, found from its end. A request then costs little, and so
+/// does a body. A body line that looks like a long request line would make a later overflow of
+/// the same connection 414.
 final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -323,6 +338,42 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
 
     private func scan(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
+        // A read that cannot hold a line over the limit (the one it continues counted) is not
+        // read line by line: only its last line's first bytes are, to know what that line is.
+        guard self.length + bytes.count > self.limit else {
+            // From the end: a read mostly ends a request's head, with a line break.
+            var offset = bytes.count
+            while offset > 0, bytes[offset - 1] != UInt8(ascii: "\n") { offset -= 1 }
+            if offset > 0 {
+                self.line = .start
+                self.length = 0
+            }
+            self.length += bytes.count - offset
+            var line = self.line
+            while line == .start || line == .token, offset < bytes.count {
+                line = Self.next(line, bytes[offset])
+                offset += 1
+            }
+            self.line = line
+            return
+        }
+        self.scanLines(base, bytes.count)
+    }
+
+    /// What the line is after `byte`, for a line not yet known.
+    private static func next(_ line: Line, _ byte: UInt8) -> Line {
+        switch line {
+        case .start: Self.isTokenByte(byte) ? .token : .other
+        case .token where byte == UInt8(ascii: " "): .requestLine
+        case .token: Self.isTokenByte(byte) ? .token : .other
+        case .requestLine, .other: line
+        }
+    }
+
+    /// Reads `count` bytes at `base` line by line, each line's first bytes until it is known
+    /// what the line is, and the rest of it skipped to its end with `memchr`.
+    private func scanLines(_ base: UnsafeRawPointer, _ count: Int) {
+        let bytes = UnsafeRawBufferPointer(start: base, count: count)
         // The state in locals while the bytes are read, stored back once.
         var line = self.line
         var length = self.length
@@ -349,12 +400,7 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
                 continue
             }
             length += 1
-            switch line {
-            case .start: line = Self.isTokenByte(byte) ? .token : .other
-            case .token where byte == UInt8(ascii: " "): line = .requestLine
-            case .token: line = Self.isTokenByte(byte) ? .token : .other
-            case .requestLine, .other: break
-            }
+            line = Self.next(line, byte)
         }
         if line == .requestLine && length > self.limit { sawLong = true }
         self.line = line

@@ -135,24 +135,30 @@ final class ProxyResponder: Responder {
     /// ``respond(to:with:)`` answers, resuming what was prepared.
     ///
     /// `memo` is the connection's last request for the origin (see ``UpstreamMemo``): reused if
-    /// this one was made from the same method, version and fields, and left as this one's.
+    /// this one fits it, with only the target's length checked, and else left as this one's.
     func prepare(
         _ request: inout ServerRequest,
         memo: inout UpstreamMemo?
     ) -> (head: ClientHead, body: [Data], keepsAlive: Bool)? {
         let started = ContinuousClock.now
         let head = request.head
-        guard head.method.isGetOrHead, request.body == nil, self.refusal(of: head) == nil,
-            self.images?.claims(head.uri) != true,
-            // The memory tier, and of the disk only whether the key's file is there: a disk read
-            // may wait on another process's lock or write the journal, and an event loop must
-            // not wait. A disk hit goes by the connection's task, which reads the disk off the
-            // loop; a miss is decided here.
-            let prepared = try? self.server.loader.prepare(
-                self.upstreamRequest(for: request, memo: &memo),
-                readsDisk: false
-            )
-        else { return nil }
+        guard head.method.isGetOrHead, request.body == nil, self.images?.claims(head.uri) != true else { return nil }
+        let upstream: HTTPRequest
+        if let kept = memo, kept.fits(head) {
+            // The method, the form and the fields are those of a request that passed
+            // `refusal(of:)`: of its checks, only the target's length is left.
+            guard head.uri.utf8.count <= self.configuration.limits.maximumRequestLine else { return nil }
+            upstream = kept.request(path: self.origin.base + head.uri)
+        } else {
+            guard self.refusal(of: head) == nil else { return nil }
+            upstream = self.upstreamRequest(for: request)
+            if head.uri.utf8.first == UInt8(ascii: "/") { memo = UpstreamMemo(head, upstream) }
+        }
+        // The memory tier, and of the disk only whether the key's file is there: a disk read may
+        // wait on another process's lock or write the journal, and an event loop must not wait.
+        // A disk hit goes by the connection's task, which reads the disk off the loop; a miss is
+        // decided here.
+        guard let prepared = try? self.server.loader.prepare(upstream, readsDisk: false) else { return nil }
         // Kept with the request only when the connection's task resumes it: a hit needs no copy.
         guard let resource = prepared.answer, resource.body.count <= Self.largestImmediateBody else {
             request.prepared = prepared
@@ -179,9 +185,7 @@ final class ProxyResponder: Responder {
         var head: ClientHead
         var body: Body
         /// Its `Cache-Status` member, as the head and the access log have it.
-        var cacheStatus: String
-        /// Whether the cache answered it itself (RFC 9211's `hit`).
-        var isHit: Bool
+        var cacheStatus: CacheStatus
         /// Whether the connection may stay open after it: an HTTP/1.0 client learns where a body
         /// of unknown length ends by the connection closing.
         var keepsAlive: Bool
@@ -200,20 +204,18 @@ final class ProxyResponder: Responder {
     /// The response to send for `answer`, its fields as the client gets them (see
     /// ``ClientHead``).
     private func reply(to request: ServerRequest, with answer: ResourceStream) -> Reply {
-        let status = CacheStatus(name: self.configuration.name, answer: answer)
-        let cacheStatus = status.description
+        let cacheStatus = CacheStatus(name: self.configuration.name, answer: answer)
         let (response, body) = self.content(for: request, with: answer.response, length: answer.length)
         var head = ClientHead(response, knownLength: answer.length != nil, via: self.via)
         head.finish(age: nil, cacheStatus: cacheStatus)
-        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus, isHit: status.hit)
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
     }
 
     /// The response to send for `resource`, a whole answer from the cache. Unless the client's
     /// own preconditions or `Range` make another response of it, its head is the one kept with
     /// the stored response, with its `Age`, `Date` if it has none, and `Cache-Status` added.
     private func reply(to request: ServerRequest, with resource: Resource) -> Reply {
-        let status = CacheStatus(name: self.configuration.name, resource: resource)
-        let cacheStatus = status.description
+        let cacheStatus = CacheStatus(name: self.configuration.name, resource: resource)
         var head: ClientHead
         let body: Body
         if self.evaluatesClientConditions(request, status: resource.statusCode) {
@@ -236,18 +238,17 @@ final class ProxyResponder: Responder {
             }
             body = request.head.method.isHead ? .none : .whole
         }
-        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus, isHit: status.hit)
+        return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
     }
 
     private func reply(
         to request: ServerRequest,
         head: ClientHead,
         body: Body,
-        cacheStatus: String,
-        isHit: Bool
+        cacheStatus: CacheStatus
     ) -> Reply {
         let keepsAlive = request.head.version.minor >= 1 || head.hasContentLength
-        return Reply(head: head, body: body, cacheStatus: cacheStatus, isHit: isHit, keepsAlive: keepsAlive)
+        return Reply(head: head, body: body, cacheStatus: cacheStatus, keepsAlive: keepsAlive)
     }
 
     /// Whether the client's own preconditions and `Range` are to be evaluated against an answer
@@ -264,11 +265,11 @@ final class ProxyResponder: Responder {
         self.server.log(
             request,
             status: Int(reply.head.status.code),
-            cacheStatus: reply.cacheStatus,
+            cacheStatus: reply.cacheStatus.description,
             bytes: bytes,
             since: started
         )
-        self.server.metrics?.request(reply.isHit ? .hit : .forward, bytes: bytes)
+        self.server.metrics?.request(reply.cacheStatus.hit ? .hit : .forward, bytes: bytes)
     }
 
     /// The answer's `response` itself, or what the client's own preconditions and `Range` make
@@ -372,41 +373,46 @@ final class ProxyResponder: Responder {
 
     /// The request for the origin that one of a connection's `GET` or `HEAD` requests made, and
     /// what it was made from: the requests of a connection mostly carry the same fields, and
-    /// converting them costs more than the rest of a hit. Only a request whose target is a path
-    /// (origin-form) is kept, since an absolute-form target may name a host of its own.
+    /// converting them costs more than the rest of a hit, and so does checking them again
+    /// (``refusal(of:)``): a request that fits the memo has the fields that passed. Only a
+    /// request whose target is a path (origin-form) is kept, since an absolute-form target may
+    /// name a host of its own.
     struct UpstreamMemo {
-        fileprivate let isHead: Bool
-        fileprivate let version: HTTPVersion
-        fileprivate let headers: HTTPHeaders
-        fileprivate let request: HTTPRequest
-    }
+        private let isHead: Bool
+        private let version: HTTPVersion
+        private let headers: HTTPHeaders
+        private let request: HTTPRequest
 
-    /// ``upstreamRequest(for:)``, made from `memo`'s with this request's path if it is a `GET` or
-    /// `HEAD` like it, of the same version and with the same fields (by name and value, in order,
-    /// spelt alike), its client the same: the connection's. `memo` is left as this request's.
-    func upstreamRequest(for request: ServerRequest, memo: inout UpstreamMemo?) -> HTTPRequest {
-        let head = request.head
-        guard head.method.isGetOrHead, head.uri.utf8.first == UInt8(ascii: "/") else {
-            return self.upstreamRequest(for: request)
+        /// The memo of `upstream`, made for `head`, a `GET` or `HEAD` in origin-form that
+        /// ``refusal(of:)`` let through.
+        fileprivate init(_ head: HTTPRequestHead, _ upstream: HTTPRequest) {
+            self.isHead = head.method.isHead
+            self.version = head.version
+            self.headers = head.headers
+            self.request = upstream
         }
-        if let kept = memo, kept.isHead == head.method.isHead, kept.version == head.version,
-            Self.areSame(kept.headers, head.headers)
-        {
-            var upstream = kept.request
-            let path = self.origin.base + head.uri
+
+        /// Whether the request for `head`, a `GET` or `HEAD`, is the memo's with its own path: it
+        /// is in origin-form, its method is the same, its version the same, and so are its fields
+        /// (by name and value, in order, spelt alike). Its client is the same: the connection's.
+        fileprivate func fits(_ head: HTTPRequestHead) -> Bool {
+            self.isHead == head.method.isHead && self.version == head.version
+                && head.uri.utf8.first == UInt8(ascii: "/") && Self.areSame(self.headers, head.headers)
+        }
+
+        /// The memo's request, for `path`.
+        fileprivate func request(path: String) -> HTTPRequest {
+            var upstream = self.request
             if upstream.path != path { upstream.path = path }
             return upstream
         }
-        let upstream = self.upstreamRequest(for: request)
-        memo = UpstreamMemo(isHead: head.method.isHead, version: head.version, headers: head.headers, request: upstream)
-        return upstream
-    }
 
-    /// Whether `a` and `b` have the same lines, in the same order and spelling.
-    private static func areSame(_ a: HTTPHeaders, _ b: HTTPHeaders) -> Bool {
-        guard a.count == b.count else { return false }
-        for (line, other) in zip(a, b) where line.name != other.name || line.value != other.value { return false }
-        return true
+        /// Whether `a` and `b` have the same lines, in the same order and spelling.
+        private static func areSame(_ a: HTTPHeaders, _ b: HTTPHeaders) -> Bool {
+            guard a.count == b.count else { return false }
+            for (line, other) in zip(a, b) where line.name != other.name || line.value != other.value { return false }
+            return true
+        }
     }
 
     /// The request to send to the origin (or answer from the cache) for `request`.

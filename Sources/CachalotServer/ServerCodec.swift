@@ -2,16 +2,6 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// A request as ``ServerCodec`` hands it on: a `GET` or `HEAD` whose end came in the read
-/// that brought its head, whole; any other in parts, as NIO's parser gave them.
-enum RequestPart: Sendable {
-    /// A `GET` or `HEAD` without a body, read to its end.
-    case whole(HTTPRequestHead)
-    case head(HTTPRequestHead)
-    case body(ByteBuffer)
-    case end
-}
-
 /// A response as the server's handlers and connection tasks write it to ``ServerCodec``.
 enum ResponsePart: Sendable {
     /// A head, an interim (1xx) one or the final one; its framing fields are made as
@@ -55,9 +45,12 @@ struct PreparedHead: Sendable {
 /// response part costs one handler and a whole response one write (a hit's head, body and end
 /// crossed both of them, part by part).
 ///
-/// **Requests.** A `GET` or `HEAD` whose end comes in the read that brought its head goes on
-/// whole (``RequestPart/whole(_:)``), one part through the handlers after it rather than two;
-/// the head of one whose end has not come when the read completes goes on then, alone. Once
+/// **Requests.** A `GET` or `HEAD` whose end comes in the read that brought its head is read
+/// whole: ``ImmediateAnswering`` is asked for its answer, which is written at once, without
+/// crossing a handler (a memory hit), and without an answer it goes on whole
+/// (``ServerRequestPart/request(_:)``), one part through the handlers after it rather than two;
+/// the head of one whose end has not come when the read completes goes on then, alone. Each part
+/// goes on only if ``RequestPhases`` admits it (see ``RequestPhases/admits(_:)``). Once
 /// a request has been read to its end, nothing more is read from the
 /// connection, and nothing more is handed on, until its response has ended: pipelined requests
 /// (RFC 9112 §9.3.2) wait, so that responses go in the order of their requests whoever makes
@@ -76,7 +69,7 @@ struct PreparedHead: Sendable {
 /// swift-http-types' fields and its own, whose values hold no line break.
 final class ServerCodec: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = RequestPart
+    typealias InboundOut = ServerRequestPart
     typealias OutboundIn = ResponsePart
     typealias OutboundOut = IOData
 
@@ -124,9 +117,19 @@ final class ServerCodec: ChannelDuplexHandler {
     /// handler that bounds a request's phases in time sees the responses without being on
     /// their way, where each part, flush and read would cross it.
     private let phases: RequestPhases?
+    /// Asked for each `GET` and `HEAD` read whole, before it is handed on: what it answers is
+    /// written here, without crossing a handler (see ``ImmediateResponder``).
+    private let answers: (any ImmediateAnswering)?
+    /// Who the connection's requests come from, once a request has come.
+    private var client: Client?
+    /// Whether anything of the current read was handed on: the end of a read that went nowhere
+    /// (all of it answered here) is not passed on, since the connection's task would find
+    /// nothing to deliver.
+    private var hasHandedOn = false
 
-    init(phases: RequestPhases? = nil) {
+    init(phases: RequestPhases? = nil, answers: (any ImmediateAnswering)? = nil) {
         self.phases = phases
+        self.answers = answers
     }
 
     // MARK: - Requests
@@ -160,6 +163,13 @@ final class ServerCodec: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         self.handOnHeldHead(context)
+        self.completeRead(context)
+    }
+
+    /// Passes on a read's completion if anything of the read was handed on.
+    private func completeRead(_ context: ChannelHandlerContext) {
+        guard self.hasHandedOn else { return }
+        self.hasHandedOn = false
         context.fireChannelReadComplete()
     }
 
@@ -193,27 +203,48 @@ final class ServerCodec: ChannelDuplexHandler {
             self.methods.append(head.method)
             switch head.method {
             case .GET, .HEAD: self.heldHead = head
-            default: context.fireChannelRead(ServerCodec.wrapInboundOut(.head(head)))
+            default: self.handOn(.head(head), context)
             }
         case .body(let piece):
             self.handOnHeldHead(context)
-            context.fireChannelRead(ServerCodec.wrapInboundOut(.body(piece)))
+            self.handOn(.body(piece), context)
         case .end:
             self.isRequestOpen = false
             if let head = self.heldHead {
                 self.heldHead = nil
-                context.fireChannelRead(ServerCodec.wrapInboundOut(.whole(head)))
+                self.handOnWhole(head, context)
             } else {
-                context.fireChannelRead(ServerCodec.wrapInboundOut(.end))
+                self.handOn(.end, context)
             }
         }
+    }
+
+    /// Answers a `GET` or `HEAD` read whole at once, if ``answers`` can; else hands it on.
+    private func handOnWhole(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        guard self.phases?.admitsWhole(head) ?? true else { return }
+        let client = self.client ?? Client(context.channel.remoteAddress)
+        self.client = client
+        var request = ServerRequest(head: head, client: client)
+        if let answer = self.answers?.answer(&request) {
+            self.deliver(answer, context)
+        } else {
+            self.hasHandedOn = true
+            context.fireChannelRead(ServerCodec.wrapInboundOut(.request(request)))
+        }
+    }
+
+    private func handOn(_ part: ServerRequestPart, _ context: ChannelHandlerContext) {
+        guard self.phases?.admits(part) ?? true else { return }
+        self.hasHandedOn = true
+        // Through the class's name, not `Self` (see ``channelRead(context:data:)``).
+        context.fireChannelRead(ServerCodec.wrapInboundOut(part))
     }
 
     /// Hands on the head held, if any, alone: its body or its end is still to come.
     private func handOnHeldHead(_ context: ChannelHandlerContext) {
         guard let head = self.heldHead else { return }
         self.heldHead = nil
-        context.fireChannelRead(ServerCodec.wrapInboundOut(.head(head)))
+        self.handOn(.head(head), context)
     }
 
     private func handOn(_ error: any Error, _ context: ChannelHandlerContext) {
@@ -243,7 +274,7 @@ final class ServerCodec: ChannelDuplexHandler {
         }
         if handedOnRead {
             self.handOnHeldHead(context)
-            context.fireChannelReadComplete()
+            self.completeRead(context)
         }
         if self.isReadHeld, !self.isAwaitingResponse, self.waiting.isEmpty {
             self.isReadHeld = false
@@ -291,37 +322,63 @@ final class ServerCodec: ChannelDuplexHandler {
             }
             self.endResponse(context)
         case .whole(let head, let body):
-            self.phases?.responseBegan()
-            self.phases?.responseEnded()
-            let length = body.reduce(0) { $0 + $1.count }
-            let inline = length <= Self.largestInlineBody
-            var buffer: ByteBuffer
-            switch head {
-            case .head(let head):
-                buffer = context.channel.allocator.buffer(capacity: 256 + (inline ? length : 0))
-                self.writeHead(head, bodyLength: length, into: &buffer)
-            case .prepared(let head):
-                let lines = self.lines(of: head, bodyLength: length)
-                buffer = context.channel.allocator.buffer(capacity: lines.count + (inline ? length : 0))
-                Self.write(lines, into: &buffer)
-            }
-            if self.isBodySuppressed || length == 0 {
-                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-            } else if inline {
-                for piece in body { buffer.writeBytes(piece) }
-                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-            } else {
-                context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
-                let buffers = body.map { ByteBuffer(borrowing: $0) }
-                for (index, piece) in buffers.enumerated() {
-                    context.write(
-                        ServerCodec.wrapOutboundOut(.byteBuffer(piece)),
-                        promise: index == buffers.count - 1 ? promise : nil
-                    )
-                }
-            }
-            self.endResponse(context)
+            self.writeWhole(head, body: body, promise: promise, context)
         }
+    }
+
+    /// Writes `answer`, an answer given at once, and flushes it; closes the connection after it
+    /// if it says so.
+    private func deliver(_ answer: ImmediateAnswer, _ context: ChannelHandlerContext) {
+        self.isHeadAlone = false
+        self.isFlushPutOff = false
+        if answer.closing {
+            let channel = context.channel
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            self.writeWhole(answer.head, body: answer.body, promise: written, context)
+        } else {
+            self.writeWhole(answer.head, body: answer.body, promise: nil, context)
+        }
+        context.flush()
+    }
+
+    /// Writes a whole response in one write: with a small body, in one buffer.
+    private func writeWhole(
+        _ head: ResponseHead,
+        body: [Data],
+        promise: EventLoopPromise<Void>?,
+        _ context: ChannelHandlerContext
+    ) {
+        self.phases?.responseBegan()
+        self.phases?.responseEnded()
+        let length = body.reduce(0) { $0 + $1.count }
+        let inline = length <= Self.largestInlineBody
+        var buffer: ByteBuffer
+        switch head {
+        case .head(let head):
+            buffer = context.channel.allocator.buffer(capacity: 256 + (inline ? length : 0))
+            self.writeHead(head, bodyLength: length, into: &buffer)
+        case .prepared(let head):
+            let lines = self.lines(of: head, bodyLength: length)
+            buffer = context.channel.allocator.buffer(capacity: lines.count + (inline ? length : 0))
+            Self.write(lines, into: &buffer)
+        }
+        if self.isBodySuppressed || length == 0 {
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+        } else if inline {
+            for piece in body { buffer.writeBytes(piece) }
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+        } else {
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+            let buffers = body.map { ByteBuffer(borrowing: $0) }
+            for (index, piece) in buffers.enumerated() {
+                context.write(
+                    ServerCodec.wrapOutboundOut(.byteBuffer(piece)),
+                    promise: index == buffers.count - 1 ? promise : nil
+                )
+            }
+        }
+        self.endResponse(context)
     }
 
     /// Flushes what was written, but for a head written alone, whose flush waits until the

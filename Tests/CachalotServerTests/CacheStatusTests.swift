@@ -37,4 +37,23 @@ struct CacheStatusTests {
         #expect(quoted.description == #"c; detail="two \"words\"""#)
         #expect(CacheStatus(name: "c").description == "c")
     }
+
+    @Test("The length it counts is the length it writes, for every parameter and detail")
+    func length() {
+        var statuses = [CacheStatus(name: "c"), CacheStatus(name: "c", forward: nil, detail: "two \"words\"")]
+        var status = CacheStatus(name: "edge-1", forward: "miss", detail: "origin-timeout")
+        statuses.append(status)
+        status.hit = true
+        for timeToLive in [0, 9, 10, -1, Int.max, Int.min] {
+            status.timeToLive = timeToLive
+            statuses.append(status)
+        }
+        status.forwardStatus = 304
+        status.stored = true
+        status.collapsed = true
+        statuses.append(status)
+        for status in statuses {
+            #expect(status.length == status.description.utf8.count, "\(status.description)")
+        }
+    }
 }

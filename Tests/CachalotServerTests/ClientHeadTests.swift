@@ -19,7 +19,7 @@ struct ClientHeadTests {
         response.headerFields[.contentLength] = "3"
         response.headerFields[.cacheStatus] = "upstream; hit"
         var head = ClientHead(response, knownLength: true, via: "1.1 cachalot")
-        head.finish(age: 7, cacheStatus: "cachalot; hit")
+        head.finish(age: 7, cacheStatus: .hit("cachalot"))
         let names = head.headers.map(\.name)
         #expect(names == ["Content-Length", "Cache-Status", "Accept-Ranges", "Via", "Age", "Date", "Cache-Status"])
         #expect(head.headers["Via"] == ["1.1 cachalot"])
@@ -37,13 +37,13 @@ struct ClientHeadTests {
         var dated = HTTPResponse(status: .ok)
         dated.headerFields[.date] = "Sun, 06 Nov 1994 08:49:37 GMT"
         var head = ClientHead(dated, knownLength: false, via: "1.1 c")
-        head.finish(age: nil, cacheStatus: "c")
+        head.finish(age: nil, cacheStatus: CacheStatus(name: "c"))
         #expect(head.headers["Date"] == ["Sun, 06 Nov 1994 08:49:37 GMT"])
         #expect(head.headers["Accept-Ranges"].isEmpty)
         #expect(head.headers["Age"].isEmpty)
         #expect(!head.hasContentLength)
         var partial = ClientHead(HTTPResponse(status: .partialContent), knownLength: true, via: "1.1 c")
-        partial.finish(age: nil, cacheStatus: "c")
+        partial.finish(age: nil, cacheStatus: CacheStatus(name: "c"))
         #expect(partial.headers["Accept-Ranges"].isEmpty)
         #expect(partial.headers["Date"].count == 1)
     }
@@ -75,5 +75,14 @@ struct DateFieldTests {
         #expect(DateField.text(at: start.addingTimeInterval(0.7)) == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(DateField.text(at: start.addingTimeInterval(0.75)) == "Sun, 06 Nov 1994 08:49:38 GMT")
         #expect(DateField.text(at: start.addingTimeInterval(-1)) == "Sun, 06 Nov 1994 08:49:36 GMT")
+    }
+}
+
+extension CacheStatus {
+    /// The member of a hit from the cache named `name`.
+    static func hit(_ name: String) -> CacheStatus {
+        var status = CacheStatus(name: name)
+        status.hit = true
+        return status
     }
 }

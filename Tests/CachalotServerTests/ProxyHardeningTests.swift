@@ -126,6 +126,27 @@ struct ProxyHardeningTests {
         try await proxy.stop()
     }
 
+    @Test(
+        "A request after a good one on its connection is checked too, its fields the same or not",
+        arguments: [
+            ("GET /\(String(repeating: "a", count: 600)) HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+            ("GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+            ("GET /a HTTP/1.1\r\nHost: x/y\r\n\r\n", 400),
+        ]
+    )
+    func laterRequestsChecked(request: String, status: Int) async throws {
+        let origin = try await TestOrigin.start { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "a") }
+        let proxy = try await ProxyHarness(origin: origin, memoryCostLimit: 1 << 20) {
+            $0.limits.maximumRequestLine = 512
+        }
+        // The first is a miss, the second a hit made from the first's request (same fields).
+        let good = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+        let received = try await RawClient.exchange(good + good + request, port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [200, 200, status])
+        #expect(origin.requests.count == 1)
+        try await proxy.stop()
+    }
+
     @Test("A request line far over every limit (100 KB) gets 414, not 431; long header fields still 431")
     func hugeRequestLine() async throws {
         let origin = try await TestOrigin.start { _ in .init(body: "origin") }

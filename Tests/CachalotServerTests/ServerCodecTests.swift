@@ -11,14 +11,14 @@ import Testing
 struct ServerCodecTests {
     /// Records what the codec hands on, and counts the reads it lets through.
     final class Recorder: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = RequestPart
+        typealias InboundIn = ServerRequestPart
         var parts: [String] = []
         var errors = 0
         var readCompletes = 0
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch Self.unwrapInboundIn(data) {
-            case .whole(let head): self.parts.append("whole \(head.uri)")
+            case .request(let request): self.parts.append("whole \(request.head.uri)")
             case .head(let head): self.parts.append("head \(head.uri)")
             case .body: self.parts.append("body")
             case .end: self.parts.append("end")
@@ -292,7 +292,7 @@ struct ServerCodecTests {
         if withLength { response.headerFields[.contentLength] = "5" }
         response.headerFields[.date] = "Sun, 06 Nov 1994 08:49:37 GMT"
         var head = ClientHead(response, knownLength: true, via: "1.1 c").writingKeptFields()
-        head.finish(age: 3, cacheStatus: "c; hit")
+        head.finish(age: 3, cacheStatus: .hit("c"))
         let body = method == .HEAD ? [] : [Data("hello".utf8)]
         var outputs: [String] = []
         for whole in [
@@ -368,28 +368,21 @@ struct ServerCodecTests {
     }
 
     /// Answers a request for a path under `/hit` at once, as `ImmediateResponder` answers a
-    /// memory hit, from inside the codec's handing on.
-    final class ImmediateHits: ChannelInboundHandler, @unchecked Sendable {
-        typealias InboundIn = RequestPart
-        typealias InboundOut = RequestPart
-        typealias OutboundOut = ResponsePart
-        private var uri = ""
+    /// memory hit, from inside the codec's handing on; one under `/hit/close` closes the
+    /// connection after it.
+    final class ImmediateHits: ImmediateAnswering {
+        var asked: [String] = []
 
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let part = Self.unwrapInboundIn(data)
-            if case .head(let head) = part { self.uri = head.uri }
-            if case .whole(let head) = part { self.uri = head.uri }
-            guard self.uri.hasPrefix("/hit") else { return context.fireChannelRead(data) }
-            switch part {
-            case .end, .whole:
-                let head = HTTPResponseHead(version: .http1_1, status: .ok)
-                context.writeAndFlush(
-                    Self.wrapOutboundOut(.whole(.head(head), body: [Data(self.uri.utf8)])),
-                    promise: nil
-                )
-            case .head, .body:
-                break
-            }
+        func answer(_ request: inout ServerRequest) -> ImmediateAnswer? {
+            self.asked.append(request.head.uri)
+            guard request.head.uri.hasPrefix("/hit") else { return nil }
+            let closing = request.head.uri.hasPrefix("/hit/close")
+            let fields = closing ? HTTPHeaders([("Connection", "close")]) : HTTPHeaders()
+            return ImmediateAnswer(
+                head: .head(HTTPResponseHead(version: .http1_1, status: .ok, headers: fields)),
+                body: [Data(request.head.uri.utf8)],
+                closing: closing
+            )
         }
     }
 
@@ -397,7 +390,7 @@ struct ServerCodecTests {
     func answeredWhileHandedOn() throws {
         let recorder = Recorder()
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([ServerCodec(), ImmediateHits(), recorder])
+        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: ImmediateHits()), recorder])
         for uri in ["/miss", "/hit1", "/hit2", "/miss2", "/hit3"] {
             for part in self.request(uri) { try channel.writeInbound(part) }
         }
@@ -409,5 +402,43 @@ struct ServerCodecTests {
             $0.prefix(while: { $0 != "H" })
         }
         #expect(bodies == ["/miss", "/hit1", "/hit2", "/miss2", "/hit3"])
+    }
+
+    @Test("a read answered wholly at once passes no read's end on; one with a request handed on does")
+    func readsAnsweredAtOnce() throws {
+        let recorder = Recorder()
+        let hits = ImmediateHits()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: hits), recorder])
+        try self.read(self.request("/hit1") + self.request("/hit2"), into: channel)
+        #expect(hits.asked == ["/hit1", "/hit2"])
+        #expect(recorder.parts.isEmpty)
+        #expect(recorder.readCompletes == 0, "nothing went on, so the connection's task has nothing to deliver")
+        let answer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+        #expect(try self.written(channel) == answer + "/hit1" + answer + "/hit2")
+
+        try self.read(self.request("/hit3") + self.request("/miss"), into: channel)
+        #expect(recorder.parts == ["whole /miss"])
+        #expect(recorder.readCompletes == 1)
+        // A POST is not asked about: it goes on in parts.
+        try channel.writeOutbound(ResponsePart.whole(.head(self.head(.ok)), body: []))
+        try self.read(self.request("/hit4", method: .POST), into: channel)
+        #expect(hits.asked == ["/hit1", "/hit2", "/hit3", "/miss"])
+        #expect(recorder.parts == ["whole /miss", "head /hit4", "end"])
+    }
+
+    @Test("an answer given at once that closes the connection closes it once written, and what follows goes nowhere")
+    func closingAnswerGivenAtOnce() throws {
+        let recorder = Recorder()
+        let hits = ImmediateHits()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: hits), recorder])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try self.read(self.request("/hit/close") + self.request("/hit/after"), into: channel)
+        #expect(hits.asked == ["/hit/close"], "what follows a response that closes is not a request")
+        #expect(recorder.parts.isEmpty)
+        let answer = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 10\r\n\r\n/hit/close"
+        #expect(try self.written(channel) == answer)
+        #expect(!channel.isActive, "closed once the answer was written")
     }
 }
