@@ -15,19 +15,76 @@ import NIOHTTP1
 /// as it goes on the wire (``writingKeptFields()``), so that a hit does not convert, filter,
 /// copy nor write its fields again.
 struct ClientHead: Sendable {
-    var status: HTTPResponseStatus
-    /// The fields a shared cache passes on, without those added for one answer.
-    private let kept: HTTPHeaders
-    /// ``kept`` as written on the wire, once ``writingKeptFields()`` has written them.
-    private var keptWritten: ByteBuffer?
+    /// What stays the same from one answer to the next: a class, kept with a stored response
+    /// (``Resource/derivedFromHead(_:)``), so that each hit takes it with one retain and a cast
+    /// to a class, and copies of the head on their way copy one reference, not every field.
+    final class Kept: Sendable {
+        let status: HTTPResponseStatus
+        /// The fields a shared cache passes on, without those added for one answer.
+        let fields: HTTPHeaders
+        /// ``fields`` as written on the wire, once ``writingFields()`` has written them.
+        let written: ByteBuffer?
+        /// The proxy's `Via` element in it: a loader's memory tier may serve servers of other names.
+        let via: String
+        /// Whether the head has `Date`.
+        let hasDate: Bool
+        /// Whether the head has `Content-Length`.
+        let hasContentLength: Bool
+
+        /// `response`'s status and fields as the client gets them.
+        ///
+        /// - Parameters:
+        ///   - knownLength: Whether the body's length is known: a 200 then says it takes ranges.
+        ///   - via: The proxy's `Via` element.
+        init(_ response: HTTPResponse, knownLength: Bool, via: String) {
+            var fields = ForwardedFields.removingHopByHop(response.headerFields)
+            if response.status.code == 200, knownLength, !fields.contains(.acceptRanges) {
+                fields[.acceptRanges] = "bytes"
+            }
+            fields.append(HTTPField(name: .via, value: via))
+            var headers = HTTPHeaders()
+            headers.reserveCapacity(fields.count + 3)
+            for field in fields { headers.add(name: field.name.rawName, value: field.value) }
+            self.status = HTTPResponseStatus(
+                statusCode: response.status.code,
+                reasonPhrase: response.status.reasonPhrase
+            )
+            self.fields = headers
+            self.written = nil
+            self.via = via
+            self.hasDate = fields.contains(.date)
+            self.hasContentLength = fields.contains(.contentLength)
+        }
+
+        private init(_ kept: Kept, written: ByteBuffer) {
+            self.status = kept.status
+            self.fields = kept.fields
+            self.written = written
+            self.via = kept.via
+            self.hasDate = kept.hasDate
+            self.hasContentLength = kept.hasContentLength
+        }
+
+        /// The same, with its fields written as they go on the wire, for a head kept for many
+        /// answers: each writes them with a copy of bytes (``ClientHead/head(version:closing:)``).
+        func writingFields() -> Kept {
+            // Sized to fit: it is kept as long as the stored response is.
+            var written = ByteBuffer()
+            written.reserveCapacity(self.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+            for (name, value) in self.fields { ServerCodec.writeField(name, value, into: &written) }
+            return Kept(self, written: written)
+        }
+    }
+
+    let kept: Kept
     /// What ``finish(age:cacheStatus:)`` added.
     private var added = AddedFields()
-    /// The proxy's `Via` element in it: a loader's memory tier may serve servers of other names.
-    let via: String
-    /// Whether the head has `Date`.
-    private var hasDate: Bool
+
+    var status: HTTPResponseStatus { self.kept.status }
+    /// The proxy's `Via` element in it.
+    var via: String { self.kept.via }
     /// Whether the head has `Content-Length`.
-    private(set) var hasContentLength: Bool
+    var hasContentLength: Bool { self.kept.hasContentLength }
 
     /// `response`'s status and fields as the client gets them, but for what ``finish(age:cacheStatus:)`` adds.
     ///
@@ -35,36 +92,25 @@ struct ClientHead: Sendable {
     ///   - knownLength: Whether the body's length is known: a 200 then says it takes ranges.
     ///   - via: The proxy's `Via` element.
     init(_ response: HTTPResponse, knownLength: Bool, via: String) {
-        var fields = ForwardedFields.removingHopByHop(response.headerFields)
-        if response.status.code == 200, knownLength, !fields.contains(.acceptRanges) {
-            fields[.acceptRanges] = "bytes"
-        }
-        fields.append(HTTPField(name: .via, value: via))
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(fields.count + 3)
-        for field in fields { headers.add(name: field.name.rawName, value: field.value) }
-        self.status = HTTPResponseStatus(statusCode: response.status.code, reasonPhrase: response.status.reasonPhrase)
-        self.kept = headers
-        self.via = via
-        self.hasDate = fields.contains(.date)
-        self.hasContentLength = fields.contains(.contentLength)
+        self.kept = Kept(response, knownLength: knownLength, via: via)
+    }
+
+    /// The head made of `kept`, with nothing added yet.
+    init(_ kept: Kept) {
+        self.kept = kept
     }
 
     /// The head with its kept fields written as they go on the wire, for a head kept for many
-    /// answers: each writes them with a copy of bytes (``prepared(version:closing:)``).
+    /// answers: each writes them with a copy of bytes (``head(version:closing:)``).
     func writingKeptFields() -> ClientHead {
-        var head = self
-        // Sized to fit: it is kept as long as the stored response is.
-        var written = ByteBuffer()
-        written.reserveCapacity(self.kept.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
-        for (name, value) in self.kept { ServerCodec.writeField(name, value, into: &written) }
-        head.keptWritten = written
+        var head = ClientHead(self.kept.writingFields())
+        head.added = self.added
         return head
     }
 
     /// All of its fields: those kept, then those added.
     var headers: HTTPHeaders {
-        var headers = self.kept
+        var headers = self.kept.fields
         for (name, value) in self.added.pairs { headers.add(name: name, value: value) }
         return headers
     }
@@ -74,10 +120,7 @@ struct ClientHead: Sendable {
     /// the proxy's own fields.
     mutating func finish(age: Int?, cacheStatus: CacheStatus) {
         self.added.age = age
-        if !self.hasDate {
-            self.added.date = DateField.text()
-            self.hasDate = true
-        }
+        if !self.kept.hasDate { self.added.date = DateField.text() }
         self.added.cacheStatus = cacheStatus
     }
 
@@ -93,7 +136,7 @@ struct ClientHead: Sendable {
     /// ``writingKeptFields()`` wrote them and its status may have a body (else its
     /// `Content-Length` may have to go); see ``nioHead(version:closing:)``.
     func head(version: HTTPVersion, closing: Bool) -> ResponseHead {
-        guard let written = self.keptWritten, self.status.mayHaveResponseBody else {
+        guard let written = self.kept.written, self.status.mayHaveResponseBody else {
             return .head(self.nioHead(version: version, closing: closing))
         }
         var added = self.added
@@ -153,16 +196,5 @@ struct AddedFields: Sendable {
             writer.write("\r\n")
         }
         if self.closes { writer.write("Connection: close\r\n") }
-    }
-}
-
-/// A stored response's ``ClientHead``, kept with it (``Resource/derivedFromHead(_:)``): a class,
-/// so that each hit takes it from the stored response with one retain and a cast to a class,
-/// not a copy of every field out of an existential.
-final class KeptHead: Sendable {
-    let head: ClientHead
-
-    init(_ head: ClientHead) {
-        self.head = head
     }
 }

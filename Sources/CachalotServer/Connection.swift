@@ -17,7 +17,21 @@ struct ServerRequest: Sendable {
     /// The proxy's load of it, prepared on the event loop that read it (see
     /// ``ImmediateResponder``, which ``ServerCodec`` asks): the connection's task resumes it
     /// instead of preparing it again.
-    var prepared: PreparedLoad?
+    var prepared: PreparedLoad? {
+        get { self.preparedLoad?.load }
+        set { self.preparedLoad = newValue.map(Prepared.init) }
+    }
+    /// ``prepared``, boxed: a request is copied on its way, and a load is large (a request
+    /// answered at once never carries one).
+    private var preparedLoad: Prepared?
+
+    private final class Prepared: Sendable {
+        let load: PreparedLoad
+
+        init(_ load: PreparedLoad) {
+            self.load = load
+        }
+    }
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
         self.head = head

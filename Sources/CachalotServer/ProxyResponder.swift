@@ -224,11 +224,11 @@ final class ProxyResponder: Responder {
             head = ClientHead(response, knownLength: true, via: self.via)
             head.finish(age: nil, cacheStatus: cacheStatus)
         } else {
-            head =
+            head = ClientHead(
                 resource.derivedFromHead { [via = self.via] in
-                    KeptHead(ClientHead($0, knownLength: true, via: via).writingKeptFields())
+                    ClientHead.Kept($0, knownLength: true, via: via).writingFields()
                 }
-                .head
+            )
             if head.via == self.via {
                 head.finish(age: resource.age, cacheStatus: cacheStatus)
             } else {
