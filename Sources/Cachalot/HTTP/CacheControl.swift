@@ -79,13 +79,10 @@ public struct CacheControl: Sendable, Hashable {
 
     /// Reads the directives of the field lines `values`, in order.
     public init(_ values: [String]) {
-        for value in values { self.read(value) }
-    }
-
-    /// Reads the directives of one more field line.
-    mutating func read(_ value: String) {
-        for (name, argument) in Self.directives(in: value) {
-            self.apply(name, argument)
+        for value in values {
+            for (name, argument) in Self.directives(in: value) {
+                self.apply(name, argument)
+            }
         }
     }
 

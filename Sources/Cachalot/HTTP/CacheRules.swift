@@ -222,20 +222,17 @@ public struct CacheRules: Sendable, Hashable {
     /// The request's directives; without `Cache-Control`, `Pragma: no-cache` counts as
     /// `no-cache` (RFC 9111 §5.4).
     static func requestDirectives(_ request: HTTPRequest) -> CacheControl {
-        // Most requests carry neither field: one pass over the fields, and no list made of
-        // either's lines (a hit asks this of every request).
-        var directives = CacheControl()
-        var hasCacheControl = false
-        var pragmaSaysNoCache = false
-        for field in request.headerFields {
-            if field.name == .cacheControl {
-                hasCacheControl = true
-                directives.read(field.value)
-            } else if !hasCacheControl, !pragmaSaysNoCache, field.name == Self.pragma {
-                pragmaSaysNoCache = CacheControl.directives(in: field.value).contains { $0.name == "no-cache" }
-            }
+        // Most requests carry neither field: nothing to parse.
+        guard !request.headerFields.isEmpty else { return CacheControl() }
+        let values = request.headerFields[values: .cacheControl]
+        var directives = CacheControl(values)
+        if values.isEmpty,
+            request.headerFields[values: Self.pragma].contains(where: {
+                CacheControl.directives(in: $0).contains { $0.name == "no-cache" }
+            })
+        {
+            directives.isNoCache = true
         }
-        if !hasCacheControl, pragmaSaysNoCache { directives.isNoCache = true }
         return directives
     }
 
