@@ -273,10 +273,11 @@ public final class CacheServer: Service, Sendable {
             .bind(host: address.host, port: address.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(SendTimer(timeout: sendTimeout, log: self.loopLog))
-                    // Before the parser, which says only that a head overflowed, not which part.
+                    // Fed before the parser, which says only that a head overflowed, not which part.
                     let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
-                    try pipeline.addHandler(requestLines)
+                    try pipeline.addHandler(
+                        SendTimer(timeout: sendTimeout, log: self.loopLog, requestLines: requestLines)
+                    )
                     try pipeline.addHandler(
                         ByteToMessageHandler(
                             HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)

@@ -297,13 +297,13 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
 /// name ends at a colon, never a space. Only a read that may hold a line over the limit (the
 /// line it continues counted) is read line by line, each line's first bytes until that is known
 /// and the rest skipped to its end with `memchr`; of any other read, only its last line's first
-/// bytes are read, found from its end. A request then costs little, and so
-/// does a body. A body line that looks like a long request line would make a later overflow of
-/// the same connection 414.
-final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-
+/// bytes are read, found from its end. A request then costs little, and so does a body. A body
+/// line that looks like a long request line would make a later overflow of the same connection
+/// 414.
+///
+/// Not a handler of its own: ``SendTimer``, first in the pipeline, hands it each read's bytes,
+/// and ``RequestPhases`` asks it which status an overflow gets.
+final class RequestLineMeter {
     private let limit: Int
     /// Whether a request line longer than the limit came.
     private(set) var sawLongRequestLine = false
@@ -327,13 +327,10 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
         self.limit = limit
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if !self.sawLongRequestLine {
-            // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
-            // unspecialized, and looks the message's type up at run time (docs/performance.md).
-            RequestLineMeter.unwrapInboundIn(data).withUnsafeReadableBytes { self.scan($0) }
-        }
-        context.fireChannelRead(data)
+    /// Reads the bytes of one read of the connection, in order.
+    func scan(_ buffer: ByteBuffer) {
+        guard !self.sawLongRequestLine else { return }
+        buffer.withUnsafeReadableBytes { self.scan($0) }
     }
 
     private func scan(_ bytes: UnsafeRawBufferPointer) {
@@ -429,6 +426,10 @@ final class RequestLineMeter: ChannelInboundHandler, RemovableChannelHandler {
 /// It sits first in the pipeline, nearest the socket, where it sees the bytes written; the
 /// bytes taken are those written less those the channel still buffers. It logs each close at
 /// info through `log`, which writes off the event loop.
+///
+/// It also hands each read's bytes to `requestLines`, if any, before they reach the HTTP
+/// parser: one handler nearest the socket rather than two, since each costs every read, and its
+/// end, one more step through the pipeline.
 final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -437,15 +438,24 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeout: TimeAmount
     private let log: LoopLog
+    private let requestLines: RequestLineMeter?
     /// The bytes written to the channel so far.
     private var written = 0
     /// The bytes the client had taken when the timer was armed.
     private var takenAtArming = 0
     private var timer: Scheduled<Void>?
 
-    init(timeout: TimeAmount, log: LoopLog) {
+    init(timeout: TimeAmount, log: LoopLog, requestLines: RequestLineMeter? = nil) {
         self.timeout = timeout
         self.log = log
+        self.requestLines = requestLines
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
+        // unspecialized, and looks the message's type up at run time (docs/performance.md).
+        if let requestLines = self.requestLines { requestLines.scan(SendTimer.unwrapInboundIn(data)) }
+        context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

@@ -322,7 +322,7 @@ final class ServerCodec: ChannelDuplexHandler {
             }
             self.endResponse(context)
         case .whole(let head, let body):
-            self.writeWhole(head, body: body, promise: promise, context)
+            self.writeWhole(head, body: body, promise: promise, flushing: false, context)
         }
     }
 
@@ -330,23 +330,25 @@ final class ServerCodec: ChannelDuplexHandler {
     /// if it says so.
     private func deliver(_ answer: ImmediateAnswer, _ context: ChannelHandlerContext) {
         self.isHeadAlone = false
+        // Flushed here, with what a flush put off was to send.
         self.isFlushPutOff = false
         if answer.closing {
             let channel = context.channel
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-            self.writeWhole(answer.head, body: answer.body, promise: written, context)
+            self.writeWhole(answer.head, body: answer.body, promise: written, flushing: true, context)
         } else {
-            self.writeWhole(answer.head, body: answer.body, promise: nil, context)
+            self.writeWhole(answer.head, body: answer.body, promise: nil, flushing: true, context)
         }
-        context.flush()
     }
 
-    /// Writes a whole response in one write: with a small body, in one buffer.
+    /// Writes a whole response in one write: with a small body, in one buffer. With `flushing`,
+    /// its last buffer goes with a flush, in one pass through the handlers before this one.
     private func writeWhole(
         _ head: ResponseHead,
         body: [Data],
         promise: EventLoopPromise<Void>?,
+        flushing: Bool,
         _ context: ChannelHandlerContext
     ) {
         self.phases?.responseBegan()
@@ -363,22 +365,32 @@ final class ServerCodec: ChannelDuplexHandler {
             buffer = context.channel.allocator.buffer(capacity: lines.count + (inline ? length : 0))
             Self.write(lines, into: &buffer)
         }
-        if self.isBodySuppressed || length == 0 {
-            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-        } else if inline {
+        let ends = self.isBodySuppressed || length == 0 || inline
+        if inline, !self.isBodySuppressed {
             for piece in body { buffer.writeBytes(piece) }
-            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
-        } else {
-            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+        }
+        Self.write(buffer, promise: ends ? promise : nil, flushing: ends && flushing, context)
+        if !ends {
             let buffers = body.map { ByteBuffer(borrowing: $0) }
             for (index, piece) in buffers.enumerated() {
-                context.write(
-                    ServerCodec.wrapOutboundOut(.byteBuffer(piece)),
-                    promise: index == buffers.count - 1 ? promise : nil
-                )
+                let isLast = index == buffers.count - 1
+                Self.write(piece, promise: isLast ? promise : nil, flushing: isLast && flushing, context)
             }
         }
         self.endResponse(context)
+    }
+
+    private static func write(
+        _ buffer: ByteBuffer,
+        promise: EventLoopPromise<Void>?,
+        flushing: Bool,
+        _ context: ChannelHandlerContext
+    ) {
+        if flushing {
+            context.writeAndFlush(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+        } else {
+            context.write(ServerCodec.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+        }
     }
 
     /// Flushes what was written, but for a head written alone, whose flush waits until the
