@@ -35,8 +35,7 @@ struct ServerRequest: Sendable {
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
         self.head = head
-        // Through the string's bytes, where the search is specialized here: through the generic
-        // collection's, it cost a hit 1k instructions.
+        // Searched in the string's bytes, where the search is specialized for them here.
         let uri = head.uri.utf8
         if let fragment = uri.withContiguousStorageIfAvailable({ $0.firstIndex(of: UInt8(ascii: "#")) })
             ?? uri.firstIndex(of: UInt8(ascii: "#")).map({ uri.distance(from: uri.startIndex, to: $0) })

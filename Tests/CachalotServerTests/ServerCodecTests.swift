@@ -386,11 +386,18 @@ struct ServerCodecTests {
         }
     }
 
+    /// A codec that asks `ImmediateHits`, with a recorder after it.
+    private func answeringChannel() throws -> (EmbeddedChannel, Recorder, ImmediateHits) {
+        let recorder = Recorder()
+        let hits = ImmediateHits()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: hits), recorder])
+        return (channel, recorder, hits)
+    }
+
     @Test("requests that waited are answered at once, in order, while they are handed on, up to one that is not")
     func answeredWhileHandedOn() throws {
-        let recorder = Recorder()
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: ImmediateHits()), recorder])
+        let (channel, recorder, _) = try self.answeringChannel()
         for uri in ["/miss", "/hit1", "/hit2", "/miss2", "/hit3"] {
             for part in self.request(uri) { try channel.writeInbound(part) }
         }
@@ -406,10 +413,7 @@ struct ServerCodecTests {
 
     @Test("a read answered wholly at once passes no read's end on; one with a request handed on does")
     func readsAnsweredAtOnce() throws {
-        let recorder = Recorder()
-        let hits = ImmediateHits()
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: hits), recorder])
+        let (channel, recorder, hits) = try self.answeringChannel()
         try self.read(self.request("/hit1") + self.request("/hit2"), into: channel)
         #expect(hits.asked == ["/hit1", "/hit2"])
         #expect(recorder.parts.isEmpty)
@@ -429,10 +433,7 @@ struct ServerCodecTests {
 
     @Test("an answer given at once that closes the connection closes it once written, and what follows goes nowhere")
     func closingAnswerGivenAtOnce() throws {
-        let recorder = Recorder()
-        let hits = ImmediateHits()
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([ServerCodec(answers: hits), recorder])
+        let (channel, recorder, hits) = try self.answeringChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         try self.read(self.request("/hit/close") + self.request("/hit/after"), into: channel)
         #expect(hits.asked == ["/hit/close"], "what follows a response that closes is not a request")
