@@ -12,7 +12,7 @@ import NIOHTTP1
 /// `Date` if the origin sent none, and `Cache-Status`, after any from farther caches; and
 /// `Connection: close` when the connection closes after it. The first part of a stored
 /// response's head is made once and kept with it (``Resource/derivedFromHead(_:)``), written
-/// as it goes on the wire (``writingKeptFields()``), so that a hit does not convert, filter,
+/// as it goes on the wire (``Kept/writingFields()``), so that a hit does not convert, filter,
 /// copy nor write its fields again.
 struct ClientHead: Sendable {
     /// What stays the same from one answer to the next: a class, kept with a stored response
@@ -100,14 +100,6 @@ struct ClientHead: Sendable {
         self.kept = kept
     }
 
-    /// The head with its kept fields written as they go on the wire, for a head kept for many
-    /// answers: each writes them with a copy of bytes (``head(version:closing:)``).
-    func writingKeptFields() -> ClientHead {
-        var head = ClientHead(self.kept.writingFields())
-        head.added = self.added
-        return head
-    }
-
     /// All of its fields: those kept, then those added.
     var headers: HTTPHeaders {
         var headers = self.kept.fields
@@ -133,7 +125,7 @@ struct ClientHead: Sendable {
     }
 
     /// The head as ``ServerCodec`` writes a whole response, its kept fields written already if
-    /// ``writingKeptFields()`` wrote them and its status may have a body (else its
+    /// ``Kept/writingFields()`` wrote them and its status may have a body (else its
     /// `Content-Length` may have to go); see ``nioHead(version:closing:)``.
     func head(version: HTTPVersion, closing: Bool) -> ResponseHead {
         guard let written = self.kept.written, self.status.mayHaveResponseBody else {

@@ -36,11 +36,9 @@ struct ServerRequest: Sendable {
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
         self.head = head
         // Searched in the string's bytes, where the search is specialized for them here.
-        let uri = head.uri.utf8
-        if let fragment = uri.withContiguousStorageIfAvailable({ $0.firstIndex(of: UInt8(ascii: "#")) })
-            ?? uri.firstIndex(of: UInt8(ascii: "#")).map({ uri.distance(from: uri.startIndex, to: $0) })
-        {
-            self.head.uri = String(decoding: uri.prefix(fragment), as: UTF8.self)
+        var uri = head.uri
+        if let fragment = uri.withUTF8({ $0.firstIndex(of: UInt8(ascii: "#")) }) {
+            self.head.uri = String(decoding: uri.utf8.prefix(fragment), as: UTF8.self)
         }
         self.body = body
         self.client = client

@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import NIOHTTP1
 
 /// A whole response that a connection's event loop gives at once, without the connection's task.

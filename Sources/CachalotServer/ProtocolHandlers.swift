@@ -427,7 +427,7 @@ final class RequestLineMeter {
 /// bytes taken are those written less those the channel still buffers. It logs each close at
 /// info through `log`, which writes off the event loop.
 ///
-/// It also hands each read's bytes to `requestLines`, if any, before they reach the HTTP
+/// It also hands each read's bytes to `requestLines` before they reach the HTTP
 /// parser: one handler nearest the socket rather than two, since each costs every read, and its
 /// end, one more step through the pipeline.
 final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
@@ -438,14 +438,14 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeout: TimeAmount
     private let log: LoopLog
-    private let requestLines: RequestLineMeter?
+    private let requestLines: RequestLineMeter
     /// The bytes written to the channel so far.
     private var written = 0
     /// The bytes the client had taken when the timer was armed.
     private var takenAtArming = 0
     private var timer: Scheduled<Void>?
 
-    init(timeout: TimeAmount, log: LoopLog, requestLines: RequestLineMeter? = nil) {
+    init(timeout: TimeAmount, log: LoopLog, requestLines: RequestLineMeter) {
         self.timeout = timeout
         self.log = log
         self.requestLines = requestLines
@@ -454,7 +454,7 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
         // unspecialized, and looks the message's type up at run time (docs/performance.md).
-        if let requestLines = self.requestLines { requestLines.scan(SendTimer.unwrapInboundIn(data)) }
+        self.requestLines.scan(SendTimer.unwrapInboundIn(data))
         context.fireChannelRead(data)
     }
 

@@ -291,7 +291,7 @@ struct ServerCodecTests {
         response.headerFields[.contentType] = "text/plain"
         if withLength { response.headerFields[.contentLength] = "5" }
         response.headerFields[.date] = "Sun, 06 Nov 1994 08:49:37 GMT"
-        var head = ClientHead(response, knownLength: true, via: "1.1 c").writingKeptFields()
+        var head = ClientHead(ClientHead.Kept(response, knownLength: true, via: "1.1 c").writingFields())
         head.finish(age: 3, cacheStatus: .hit("c"))
         let body = method == .HEAD ? [] : [Data("hello".utf8)]
         var outputs: [String] = []
@@ -316,7 +316,7 @@ struct ServerCodecTests {
     func unpreparedHeads() {
         var response = HTTPResponse(status: .noContent)
         response.headerFields[.contentLength] = "0"
-        let head = ClientHead(response, knownLength: true, via: "1.1 c").writingKeptFields()
+        let head = ClientHead(ClientHead.Kept(response, knownLength: true, via: "1.1 c").writingFields())
         guard case .head = head.head(version: .http1_1, closing: false) else {
             Issue.record("a 204 is written from NIO's head")
             return
