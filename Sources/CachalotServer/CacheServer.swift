@@ -250,7 +250,7 @@ public final class CacheServer: Service, Sendable {
         self.state.withLock { $0.deadline }?.cancel()
     }
 
-    typealias Listener = NIOAsyncChannel<NIOAsyncChannel<ServerRequestPart, ResponsePart>, Never>
+    typealias Listener = NIOAsyncChannel<AcceptedConnection, Never>
 
     /// Listens on `address`; with `immediate`, its connections answer what the cache answers at
     /// once on their event loop: their ``ServerCodec`` asks an ``ImmediateResponder``.
@@ -309,7 +309,9 @@ public final class CacheServer: Service, Sendable {
                     let answers = immediate.map { ImmediateResponder(responder: $0, connections: self.connections) }
                     try pipeline.addHandler(ServerCodec(phases: phases, answers: answers))
                     try pipeline.addHandler(phases)
-                    return try (ClosingOnRelease.self as any AcceptedConnectionWrapping.Type).wrap(channel)
+                    let end = ConnectionEnd()
+                    try pipeline.addHandler(end)
+                    return AcceptedConnection(channel, end: end)
                 }
             }
     }
@@ -324,7 +326,7 @@ public final class CacheServer: Service, Sendable {
                 for try await connection in inbound {
                     guard connections.admit(connection.channel) else {
                         // Every connection busy, or shutting down: closed at once, as its owner must.
-                        group.addTask { try? await connection.executeThenClose { _, _ in } }
+                        group.addTask { try? await connection.channel.close() }
                         continue
                     }
                     guard responder.runsOnEventLoop else {
@@ -386,27 +388,5 @@ extension CacheServer {
                 cacheStatus: cacheStatus()
             )
         )
-    }
-}
-
-/// Wraps a connection the listener accepted.
-private protocol AcceptedConnectionWrapping {
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, ResponsePart>
-}
-
-/// Wraps accepted connections so that one released unserved is closed, not a trap.
-///
-/// A connection accepted in the same turn as the listener closes at shutdown is wrapped after
-/// the listener's stream has ended, and released without being served. SwiftNIO's
-/// `init(wrappingChannelSynchronously:)` then stops the process with "Deinited NIOAsyncWriter
-/// without calling finish()" (apple/swift-nio#2637; the soak benchmark met it in 4 of 8 runs
-/// stopped under load). `init(synchronouslyWrapping:)` closes such a connection when it is
-/// released instead; SwiftNIO deprecates it only to prefer explicit teardown, which every
-/// connection that is served still gets (`executeThenClose`). Called through the protocol, so
-/// that the deprecation is said once, here.
-private enum ClosingOnRelease: AcceptedConnectionWrapping {
-    @available(*, deprecated, message: "Closes a connection released unserved instead of trapping; see the type.")
-    static func wrap(_ channel: any Channel) throws -> NIOAsyncChannel<ServerRequestPart, ResponsePart> {
-        try NIOAsyncChannel(synchronouslyWrapping: channel)
     }
 }

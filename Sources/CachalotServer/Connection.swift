@@ -101,11 +101,11 @@ enum ServerRequestPart: Sendable {
 
 /// Writes one response on a connection.
 ///
-/// Every write crosses to the channel's event loop, which costs more than making a small
-/// response: the head waits to go with the first piece of the body (or the end), and a body in
-/// hand goes whole with its head and end in one crossing.
+/// Each write passes the connection's handlers and is flushed, which costs more than making a
+/// small response: the head waits to go with the first piece of the body (or the end), and a
+/// body in hand goes whole with its head and end in one write.
 struct ResponseWriter: Sendable {
-    fileprivate let outbound: NIOAsyncChannelOutboundWriter<ResponsePart>
+    fileprivate let outbound: AcceptedConnection
     fileprivate let version: HTTPVersion
     /// Whether the connection closes after this response: its request asked for that
     /// (`Connection: close`, or HTTP/1.0 without `keep-alive`), or its responder decided so. The
@@ -115,7 +115,7 @@ struct ResponseWriter: Sendable {
     private var pendingHead: HTTPResponseHead?
 
     fileprivate init(
-        outbound: NIOAsyncChannelOutboundWriter<ResponsePart>,
+        outbound: AcceptedConnection,
         version: HTTPVersion,
         closesConnection: Bool
     ) {
@@ -275,7 +275,7 @@ protocol Responder: Sendable {
 extension CacheServer {
     /// Serves one connection's requests in turn until it closes, or the server shuts down.
     func serve(
-        _ connection: NIOAsyncChannel<ServerRequestPart, ResponsePart>,
+        _ connection: AcceptedConnection,
         in connections: ConnectionRegistry,
         with responder: some Responder
     ) async {
@@ -283,30 +283,21 @@ extension CacheServer {
         let id = ObjectIdentifier(connection.channel)
         defer { connections.remove(id) }
         do {
-            try await connection.executeThenClose { inbound, outbound in
-                // A connection closed from outside (by the shutdown deadline) cancels its request, which
-                // may be waiting on the origin.
-                try await withThrowingTaskGroup { group in
-                    group.addTask {
-                        do {
-                            try await self.serveRequests(
-                                inbound,
-                                outbound,
-                                id: id,
-                                in: connections,
-                                client: client,
-                                with: responder
-                            )
-                        } catch {
-                            await Self.close(connection.channel)
-                            throw error
-                        }
+            // A connection closed from outside (by the shutdown deadline) cancels its request, which
+            // may be waiting on the origin.
+            try await withThrowingTaskGroup { group in
+                group.addTask {
+                    do {
+                        try await self.serveRequests(connection, id: id, in: connections, client: client, with: responder)
+                    } catch {
                         await Self.close(connection.channel)
+                        throw error
                     }
-                    group.addTask { try await connection.channel.closeFuture.get() }
-                    try await group.next()
-                    group.cancelAll()
+                    await Self.close(connection.channel)
                 }
+                group.addTask { try await connection.channel.closeFuture.get() }
+                try await group.next()
+                group.cancelAll()
             }
         } catch {
             self.logger.debug("A connection ended with an error", metadata: ["error": "\(error)"])
@@ -327,15 +318,13 @@ extension CacheServer {
     }
 
     private func serveRequests(
-        _ inbound: NIOAsyncChannelInboundStream<ServerRequestPart>,
-        _ outbound: NIOAsyncChannelOutboundWriter<ResponsePart>,
+        _ connection: AcceptedConnection,
         id: ObjectIdentifier,
         in connections: ConnectionRegistry,
         client: Client,
         with responder: some Responder
     ) async throws {
-        var parts = inbound.makeAsyncIterator()
-        while let part = try await parts.next() {
+        while let part = try await connection.next() {
             var request: ServerRequest
             switch part {
             case .request(let whole):
@@ -344,12 +333,12 @@ extension CacheServer {
             case .head(let head):
                 guard connections.setBusy(id, true) else { return }
                 request = ServerRequest(head: head, body: nil, client: client)
-                switch try await self.readBody(of: &request, from: &parts) {
+                switch try await self.readBody(of: &request, from: connection) {
                 case .complete:
                     break
                 case .tooLarge:
                     // A body over the limit: 413, and the connection closes, its body unread.
-                    var writer = ResponseWriter(outbound: outbound, version: head.version, closesConnection: true)
+                    var writer = ResponseWriter(outbound: connection, version: head.version, closesConnection: true)
                     try await writer.respond(
                         HTTPResponse(status: .contentTooLarge, headerFields: [.connection: "close"]),
                         body: "The request body is larger than this proxy forwards.\n"
@@ -364,7 +353,7 @@ extension CacheServer {
                 continue
             }
             var writer = ResponseWriter(
-                outbound: outbound,
+                outbound: connection,
                 version: request.head.version,
                 closesConnection: !request.head.isKeepAlive
             )
@@ -386,10 +375,10 @@ extension CacheServer {
     /// Reads the request's body up to its end, whole.
     private func readBody(
         of request: inout ServerRequest,
-        from parts: inout NIOAsyncChannelInboundStream<ServerRequestPart>.AsyncIterator
+        from connection: AcceptedConnection
     ) async throws -> BodyReading {
         let limit = self.configuration.limits.maximumRequestBody
-        while let part = try await parts.next() {
+        while let part = try await connection.next() {
             switch part {
             case .head, .request:
                 return .incomplete
