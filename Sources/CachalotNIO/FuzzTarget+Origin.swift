@@ -31,9 +31,8 @@ extension FuzzTarget {
         let handler = OriginExchangeHandler()
         do {
             try channel.pipeline.syncOperations.addHandlers([
-                HTTPRequestEncoder(),
+                OriginRequestEncoder(),
                 ByteToMessageHandler(HTTPResponseDecoder(informationalResponseStrategy: .forward)),
-                NIOHTTPRequestHeadersValidator(),
                 handler,
             ])
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 80)).wait()

@@ -231,9 +231,8 @@ public struct NIOTransport: HTTPTransport {
                         try operations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
                     try operations.addHandlers([
-                        HTTPRequestEncoder(),
+                        OriginRequestEncoder(),
                         ByteToMessageHandler(HTTPResponseDecoder(informationalResponseStrategy: .forward)),
-                        NIOHTTPRequestHeadersValidator(),
                     ])
                     try operations.addHandler(OriginExchangeHandler())
                 }
@@ -341,25 +340,26 @@ public struct NIOTransport: HTTPTransport {
     /// The HTTP/1.1 head of `request`: `Host` from its authority unless it has one, and the
     /// length of its body, if it has one or its method expects one.
     static func requestHead(_ request: HTTPRequest, target: Target, bodyLength: Int?) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headerFields.count + 2)
+        // Made as pairs: `HTTPHeaders.add` checks each name again, which are tokens already.
+        var pairs: [(String, String)] = []
+        pairs.reserveCapacity(request.headerFields.count + 2)
         if !request.headerFields.contains(where: { $0.name.canonicalName == "host" }) {
-            headers.add(name: "Host", value: target.authority)
+            pairs.append(("Host", target.authority))
         }
         for field in request.headerFields
         where field.name != .contentLength && field.name != .transferEncoding {
-            headers.add(name: field.name.rawName, value: field.value)
+            pairs.append((field.name.rawName, field.value))
         }
         if let bodyLength {
-            headers.add(name: "Content-Length", value: String(bodyLength))
+            pairs.append(("Content-Length", String(bodyLength)))
         } else if [.post, .put, .patch].contains(request.method) {
-            headers.add(name: "Content-Length", value: "0")
+            pairs.append(("Content-Length", "0"))
         }
         return HTTPRequestHead(
             version: .http1_1,
             method: HTTPMethod(rawValue: request.method.rawValue),
             uri: target.path,
-            headers: headers
+            headers: HTTPHeaders(pairs)
         )
     }
 

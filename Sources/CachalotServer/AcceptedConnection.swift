@@ -103,7 +103,9 @@ final class ConnectionEnd: ChannelDuplexHandler, RemovableChannelHandler {
     /// Why the input ended, once it has: `nil` for the channel's close.
     private var ending: (any Error)??
     private var reader: UnsafeContinuation<Result<ServerRequestPart?, any Error>, Never>?
-    private var writer: UnsafeContinuation<Void, any Error>?
+    /// The writes waiting for the channel to be writable: the connection's task, and an interim
+    /// head's write from the flight that relays it.
+    private var writers: [UnsafeContinuation<Void, any Error>] = []
     /// Whether a read was held back while ``highWatermark`` parts waited.
     private var isReadHeld = false
     private var isClosed = false
@@ -153,8 +155,7 @@ final class ConnectionEnd: ChannelDuplexHandler, RemovableChannelHandler {
         } else if self.context?.channel.isWritable == true {
             continuation.resume()
         } else {
-            precondition(self.writer == nil, "a connection's responses are written by one task")
-            self.writer = continuation
+            self.writers.append(continuation)
         }
     }
 
@@ -190,9 +191,10 @@ final class ConnectionEnd: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, let writer = self.writer {
-            self.writer = nil
-            writer.resume()
+        if context.channel.isWritable, !self.writers.isEmpty {
+            let writers = self.writers
+            self.writers = []
+            for writer in writers { writer.resume() }
         }
         context.fireChannelWritabilityChanged()
     }
@@ -218,9 +220,8 @@ final class ConnectionEnd: ChannelDuplexHandler, RemovableChannelHandler {
     private func close() {
         self.end(nil)
         self.isClosed = true
-        if let writer = self.writer {
-            self.writer = nil
-            writer.resume(throwing: ChannelError.ioOnClosedChannel)
-        }
+        let writers = self.writers
+        self.writers = []
+        for writer in writers { writer.resume(throwing: ChannelError.ioOnClosedChannel) }
     }
 }

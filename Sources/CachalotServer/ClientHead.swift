@@ -42,9 +42,8 @@ struct ClientHead: Sendable {
                 fields[.acceptRanges] = "bytes"
             }
             fields.append(HTTPField(name: .via, value: via))
-            var headers = HTTPHeaders()
-            headers.reserveCapacity(fields.count + 3)
-            for field in fields { headers.add(name: field.name.rawName, value: field.value) }
+            // Made as pairs: `HTTPHeaders.add` checks each name again, which are tokens already.
+            let headers = HTTPHeaders(fields.map { ($0.name.rawName, $0.value) })
             self.status = HTTPResponseStatus(
                 statusCode: response.status.code,
                 reasonPhrase: response.status.reasonPhrase

@@ -288,7 +288,13 @@ extension CacheServer {
             try await withThrowingTaskGroup { group in
                 group.addTask {
                     do {
-                        try await self.serveRequests(connection, id: id, in: connections, client: client, with: responder)
+                        try await self.serveRequests(
+                            connection,
+                            id: id,
+                            in: connections,
+                            client: client,
+                            with: responder
+                        )
                     } catch {
                         await Self.close(connection.channel)
                         throw error

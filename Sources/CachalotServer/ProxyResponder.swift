@@ -205,7 +205,10 @@ final class ProxyResponder: Responder {
     /// ``ClientHead``).
     private func reply(to request: ServerRequest, with answer: ResourceStream) -> Reply {
         let cacheStatus = CacheStatus(name: self.configuration.name, answer: answer)
-        let (response, body) = self.content(for: request, with: answer.response, length: answer.length)
+        let (response, body) =
+            self.evaluatesClientConditions(request, status: answer.response.status.code)
+            ? self.content(for: request, with: answer.response, length: answer.length)
+            : (answer.response, request.head.method.isHead ? .none : .whole)
         var head = ClientHead(response, knownLength: answer.length != nil, via: self.via)
         head.finish(age: nil, cacheStatus: cacheStatus)
         return self.reply(to: request, head: head, body: body, cacheStatus: cacheStatus)
