@@ -39,27 +39,43 @@ final class OriginRequestEncoder: ChannelOutboundHandler, RemovableChannelHandle
 
     /// The bytes of `head` as ``write(_:into:)`` writes them.
     static func length(of head: HTTPRequestHead) -> Int {
-        var length = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + " HTTP/1.1\r\n".utf8.count + 2
+        var length = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + Self.versionText(head).utf8.count + 2
         for (name, value) in head.headers { length += name.utf8.count + 2 + value.utf8.count + 2 }
         return length
     }
 
-    /// Writes `head`: its request line, each field as `name: value`, and the empty line.
+    /// Writes `head`, in one write of the bytes counted first (each write to a buffer checks its
+    /// room and its ownership): its request line, each field as `name: value`, the empty line.
     static func write(_ head: HTTPRequestHead, into buffer: inout ByteBuffer) {
-        buffer.writeString(head.method.rawValue)
-        buffer.writeStaticString(" ")
-        buffer.writeString(head.uri)
-        if head.version == .http1_1 {
-            buffer.writeStaticString(" HTTP/1.1\r\n")
-        } else {
-            buffer.writeString(" HTTP/\(head.version.major).\(head.version.minor)\r\n")
+        let length = Self.length(of: head)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
+            var count = 0
+            func write(_ text: String) {
+                var text = text
+                text.withUTF8 { bytes in
+                    precondition(bytes.count <= length - count, "more bytes than were counted")
+                    let room = UnsafeMutableRawBufferPointer(rebasing: target[count...])
+                    room.copyMemory(from: UnsafeRawBufferPointer(bytes))
+                    count += bytes.count
+                }
+            }
+            write(head.method.rawValue)
+            write(" ")
+            write(head.uri)
+            write(Self.versionText(head))
+            for (name, value) in head.headers {
+                write(name)
+                write(": ")
+                write(value)
+                write("\r\n")
+            }
+            write("\r\n")
+            return count
         }
-        for (name, value) in head.headers {
-            buffer.writeString(name)
-            buffer.writeStaticString(": ")
-            buffer.writeString(value)
-            buffer.writeStaticString("\r\n")
-        }
-        buffer.writeStaticString("\r\n")
+    }
+
+    /// The request line's end: ` HTTP/1.1` and its line break, for `head`'s version.
+    private static func versionText(_ head: HTTPRequestHead) -> String {
+        head.version == .http1_1 ? " HTTP/1.1\r\n" : " HTTP/\(head.version.major).\(head.version.minor)\r\n"
     }
 }

@@ -513,9 +513,24 @@ final class ServerCodec: ChannelDuplexHandler {
         case .close:
             break
         }
-        Self.writeStatusLine(head.version, head.status, into: &buffer)
-        for (name, value) in headers { Self.writeField(name, value, into: &buffer) }
-        buffer.writeStaticString("\r\n")
+        // Counted, then written in one write: each write to a buffer checks its room and its
+        // ownership again.
+        let statusLine = Self.statusLine(head.version, head.status)
+        var count = (statusLine?.utf8.count ?? Self.okStatusLine.utf8CodeUnitCount) + 2
+        for (name, value) in headers { count += ByteWriter.fieldLength(name, value) }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { target in
+            var writer = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: target[..<count]))
+            if let statusLine { writer.write(statusLine) } else { writer.write(Self.okStatusLine) }
+            for (name, value) in headers { writer.writeField(name, value) }
+            writer.write("\r\n")
+            return writer.count
+        }
+    }
+
+    /// The status line for `version` and `status`, unless it is `HTTP/1.1 200 OK`.
+    private static func statusLine(_ version: HTTPVersion, _ status: HTTPResponseStatus) -> String? {
+        version == .http1_1 && status == .ok
+            ? nil : "HTTP/\(version.major).\(version.minor) \(status.code) \(status.reasonPhrase)\r\n"
     }
 
     /// A prepared head's bytes, counted before they are written.
@@ -545,10 +560,7 @@ final class ServerCodec: ChannelDuplexHandler {
             // A prepared head has a status that may have a body, and no `Transfer-Encoding`.
             case .bodiless, .length, .close: nil
             }
-        let statusLine =
-            head.version == .http1_1 && head.status == .ok
-            ? nil
-            : "HTTP/\(head.version.major).\(head.version.minor) \(head.status.code) \(head.status.reasonPhrase)\r\n"
+        let statusLine = Self.statusLine(head.version, head.status)
         var count = (statusLine?.utf8.count ?? Self.okStatusLine.utf8CodeUnitCount) + head.written.readableBytes + 2
         count += head.added.length
         if let (name, value) = framingField { count += ByteWriter.fieldLength(name, value) }
@@ -567,30 +579,6 @@ final class ServerCodec: ChannelDuplexHandler {
             if let (name, value) = lines.framingField { writer.writeField(name, value) }
             writer.write("\r\n")
             return writer.count
-        }
-    }
-
-    private static func writeStatusLine(
-        _ version: HTTPVersion,
-        _ status: HTTPResponseStatus,
-        into buffer: inout ByteBuffer
-    ) {
-        if version == .http1_1 {
-            buffer.writeStaticString("HTTP/1.1 ")
-        } else {
-            buffer.writeStaticString("HTTP/")
-            buffer.writeString(String(version.major))
-            buffer.writeStaticString(".")
-            buffer.writeString(String(version.minor))
-            buffer.writeStaticString(" ")
-        }
-        if status == .ok {
-            buffer.writeStaticString("200 OK\r\n")
-        } else {
-            buffer.writeString(String(status.code))
-            buffer.writeStaticString(" ")
-            buffer.writeString(status.reasonPhrase)
-            buffer.writeStaticString("\r\n")
         }
     }
 
