@@ -39,6 +39,8 @@ final class ByteBudget: Sendable {
 final class HeldBytes {
     private let budget: ByteBudget
     private(set) var data = Data()
+    /// Whether room was reserved in ``data``, which a first piece kept as it is would let go.
+    private var isReserved = false
 
     init(budget: ByteBudget) {
         self.budget = budget
@@ -58,10 +60,17 @@ final class HeldBytes {
 
     func reserveCapacity(_ count: Int) {
         self.data.reserveCapacity(count)
+        self.isReserved = true
     }
 
+    /// Adds `piece`. A first piece is held as it is, its bytes shared and not copied (a body
+    /// from a kept-alive connection most often comes in one), unless room was reserved.
     func append(_ piece: Data) {
-        self.data.append(piece)
+        if self.data.isEmpty, !self.isReserved, piece.startIndex == 0 {
+            self.data = piece
+        } else {
+            self.data.append(piece)
+        }
         self.budget.take(piece.count)
     }
 
