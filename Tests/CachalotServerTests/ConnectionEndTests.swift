@@ -7,21 +7,11 @@ import Testing
 
 @Suite("ConnectionEnd: a connection's task reads and writes through it, with back-pressure")
 struct ConnectionEndTests {
-    /// Counts the reads that reach the channel.
-    final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
-        typealias OutboundIn = ResponsePart
-        var reads = 0
-
-        func read(context: ChannelHandlerContext) {
-            self.reads += 1
-            context.read()
-        }
-    }
-
     private struct Failure: Error, Equatable {}
 
-    private func channel() throws -> (EmbeddedChannel, ConnectionEnd, ReadCounter) {
-        let counter = ReadCounter()
+    /// A channel whose reads are counted as they reach it.
+    private func channel() throws -> (EmbeddedChannel, ConnectionEnd, ServerCodecTests.ReadCounter) {
+        let counter = ServerCodecTests.ReadCounter()
         let end = ConnectionEnd()
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandlers([counter, end])
