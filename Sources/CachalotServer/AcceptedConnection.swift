@@ -6,7 +6,7 @@ import NIOCore
 ///
 /// It takes the place of SwiftNIO's `NIOAsyncChannel`, whose generic stream and writer are
 /// not specialized for our types: each request and each write looked their state machines'
-/// types up at run time, about 30k instructions of a stored miss's 563k
+/// types up at run time. Without it a stored miss takes 53.8k instructions fewer, of 563k
 /// (docs/performance.md). A task on the connection's own event loop (``EventLoopExecutor``)
 /// takes a part that is there, and writes while the channel is writable, without suspending;
 /// any other task crosses to the loop.
