@@ -1,3 +1,4 @@
+import Cachalot
 import NIOCore
 import NIOHTTP1
 
@@ -25,8 +26,9 @@ final class OriginRequestEncoder: ChannelOutboundHandler, RemovableChannelHandle
         // unspecialized, and looks the message's type up at run time (docs/performance.md).
         switch OriginRequestEncoder.unwrapOutboundIn(data) {
         case .head(let head):
-            var buffer = context.channel.allocator.buffer(capacity: Self.length(of: head))
-            Self.write(head, into: &buffer)
+            let length = Self.length(of: head)
+            var buffer = context.channel.allocator.buffer(capacity: length)
+            Self.write(head, length: length, into: &buffer)
             context.write(OriginRequestEncoder.wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
         case .body(let piece):
             context.write(OriginRequestEncoder.wrapOutboundOut(piece), promise: promise)
@@ -38,40 +40,26 @@ final class OriginRequestEncoder: ChannelOutboundHandler, RemovableChannelHandle
         }
     }
 
-    /// The bytes of `head` as ``write(_:into:)`` writes them.
+    /// The bytes of `head` as ``write(_:length:into:)`` writes them.
     static func length(of head: HTTPRequestHead) -> Int {
         var length = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + Self.versionText(head).utf8.count + 2
-        for (name, value) in head.headers { length += name.utf8.count + 2 + value.utf8.count + 2 }
+        for (name, value) in head.headers { length += ByteWriter.fieldLength(name, value) }
         return length
     }
 
-    /// Writes `head`, in one write of the bytes counted first (each write to a buffer checks its
-    /// room and its ownership): its request line, each field as `name: value`, the empty line.
-    static func write(_ head: HTTPRequestHead, into buffer: inout ByteBuffer) {
-        let length = Self.length(of: head)
+    /// Writes `head`, its `length` bytes counted first, in one write (each write to a buffer
+    /// checks its room and its ownership): its request line, each field as `name: value`, the
+    /// empty line.
+    static func write(_ head: HTTPRequestHead, length: Int, into buffer: inout ByteBuffer) {
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
-            var count = 0
-            func write(_ text: String) {
-                var text = text
-                text.withUTF8 { bytes in
-                    precondition(bytes.count <= length - count, "more bytes than were counted")
-                    let room = UnsafeMutableRawBufferPointer(rebasing: target[count...])
-                    room.copyMemory(from: UnsafeRawBufferPointer(bytes))
-                    count += bytes.count
-                }
-            }
-            write(head.method.rawValue)
-            write(" ")
-            write(head.uri)
-            write(Self.versionText(head))
-            for (name, value) in head.headers {
-                write(name)
-                write(": ")
-                write(value)
-                write("\r\n")
-            }
-            write("\r\n")
-            return count
+            var writer = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: target[..<length]))
+            writer.write(head.method.rawValue)
+            writer.write(" ")
+            writer.write(head.uri)
+            writer.write(Self.versionText(head))
+            for (name, value) in head.headers { writer.writeField(name, value) }
+            writer.write("\r\n")
+            return writer.count
         }
     }
 

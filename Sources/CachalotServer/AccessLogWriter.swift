@@ -1,4 +1,5 @@
 import CCachalotCore
+import Cachalot
 import Dispatch
 import Foundation
 import Logging

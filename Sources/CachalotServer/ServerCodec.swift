@@ -1,3 +1,4 @@
+import Cachalot
 import Foundation
 import NIOCore
 import NIOHTTP1

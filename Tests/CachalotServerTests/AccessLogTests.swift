@@ -1,3 +1,4 @@
+import Cachalot
 import CachalotTestOrigin
 import CachalotTesting
 import Dispatch
