@@ -103,10 +103,7 @@ public final class DiskCache: DataCaching {
         if hasAccesses, (try? self.isLockingCurrentLockFile) == true {
             try? self.flushAccesses()
         }
-        self.state.withLock { state in
-            state.journal.close()
-            FileIO.closeDescriptor(state.lockDescriptor)
-        }
+        self.state.withLock { state in state.close() }
     }
 
     // MARK: - Reading
@@ -236,7 +233,7 @@ public final class DiskCache: DataCaching {
         do {
             try self.transaction { state throws(CacheError) in
                 try self.store.append([.intent([digest])], to: &state)
-                try self.store.moveIntoPlace(temporary, digest)
+                try self.store.moveIntoPlace(temporary, digest, &state)
                 try self.store.append(
                     [.set(digest, key: key, size: size, created: created, accessed: created), .commit],
                     to: &state

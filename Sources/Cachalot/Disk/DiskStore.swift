@@ -20,6 +20,16 @@ struct DiskStore: Sendable {
         var lockDescriptor: Int32
         /// The next step of the sweep that follows opening; see ``DiskStore/sweep(step:_:)``.
         var sweepStep = 0
+        /// Descriptors of `entries/`'s subdirectories, by number (-1 where none is open), kept
+        /// open from one change to the next; see ``DiskStore/inSubdirectory(_:creating:_:_:)``.
+        var subdirectories = [Int32](repeating: -1, count: 256)
+
+        /// Closes what the state holds open.
+        func close() {
+            self.journal.close()
+            FileIO.closeDescriptor(self.lockDescriptor)
+            for descriptor in self.subdirectories where descriptor >= 0 { FileIO.closeDescriptor(descriptor) }
+        }
     }
 
     let root: String
@@ -30,6 +40,8 @@ struct DiskStore: Sendable {
     let configuration: DiskCache.Configuration
     let now: @Sendable () -> Date
     private let temporaryNumbers = Counter()
+    /// Ends this store's temporary names: drawn once, not for every file.
+    private let temporaryNonce = UInt64.random(in: 0...UInt64.max)
     private let entriesDirectory = EntriesDirectory()
 
     init(root: String, configuration: DiskCache.Configuration, now: @escaping @Sendable () -> Date) {
@@ -89,8 +101,7 @@ struct DiskStore: Sendable {
             try self.evictToLimits(&state)
         } catch {
             // The state's journal, which catching up may have reopened, is the one to close.
-            state.journal.close()
-            FileIO.closeDescriptor(lockDescriptor)
+            state.close()
             throw error
         }
         FileIO.unlock(lockDescriptor)
@@ -144,7 +155,7 @@ struct DiskStore: Sendable {
             case .valid(let contents) where KeyDigest(key: contents.key) == digest:
                 records.append(.set(digest, contents, accessed: state.index.entry(for: digest)?.accessed ?? now))
             case .valid, .invalid:
-                try self.removeEntryFile(digest)
+                try self.removeEntryFile(digest, &state)
                 records.append(.remove(digest))
             case .missing:
                 records.append(.remove(digest))
@@ -182,7 +193,7 @@ struct DiskStore: Sendable {
         }
         var kept: [String] = []
         for digest in digests {
-            if try !self.removeEntryFile(digest) { kept.append(self.path(of: digest)) }
+            if try !self.removeEntryFile(digest, &state) { kept.append(self.path(of: digest)) }
         }
         // Without an intent of its own, no commit: an intent left open before, if any, stays
         // open for the next change to settle.
@@ -253,6 +264,47 @@ struct DiskStore: Sendable {
         return try FileIO.openDirectory(name, in: self.entriesDescriptor(), path: "\(self.entries)/\(name)")
     }
 
+    /// Calls `body` with the open descriptor of the subdirectory of `entries/` numbered `number`,
+    /// which stays open in `state` for the changes after this one: a change then opens no
+    /// directory (an `openat2` and a `close`, the dearest system calls of a set after the file's
+    /// own). `body` returns `nil` when it finds nothing (`ENOENT`); if the descriptor was kept
+    /// from before, its directory may be gone since (deleted by hand, with `entries/` or
+    /// alone), so the subdirectory is opened afresh and `body` called once more.
+    ///
+    /// With `creating`, a missing subdirectory is made, a symbolic link or a file in its place
+    /// removed first, so that nothing is ever written through a link; without, there being none
+    /// returns `nil`. Only a change, which holds the state, uses the descriptors: one is closed
+    /// only when it is replaced, or when the cache goes.
+    func inSubdirectory<Result>(
+        _ number: UInt8,
+        creating: Bool,
+        _ state: inout State,
+        _ body: (Int32) throws(CacheError) -> Result?
+    ) throws(CacheError) -> Result? {
+        let kept = state.subdirectories[Int(number)]
+        if kept >= 0 {
+            if let result = try body(kept) { return result }
+            state.subdirectories[Int(number)] = -1
+            FileIO.closeDescriptor(kept)
+        }
+        var directory = try self.openSubdirectory(number)
+        if directory == nil, creating {
+            let name = KeyDigest.hexadecimal(number)
+            // `entries/` itself may be gone, deleted by hand.
+            try Self.makeDirectories(self.root)
+            let entries = try self.entriesDescriptor()
+            _ = try? FileIO.removeFile(named: name, in: entries, path: "\(self.entries)/\(name)")
+            if mkdirat(entries, name, 0o700) != 0 && errno != EEXIST {
+                throw FileIO.error("create directory", "\(self.entries)/\(name)", errno)
+            }
+            directory = try self.openSubdirectory(number)
+            guard directory != nil else { throw FileIO.error("open", "\(self.entries)/\(name)", ENOTDIR) }
+        }
+        guard let directory else { return nil }
+        state.subdirectories[Int(number)] = directory
+        return try body(directory)
+    }
+
     /// The descriptor of `entries/`, opened again if the directory was deleted and made again.
     func entriesDescriptor() throws(CacheError) -> Int32 {
         _ = try self.entriesDirectory.refreshIfReplaced(self.entries)
@@ -265,11 +317,12 @@ struct DiskStore: Sendable {
     /// symbolic link in the way is never followed. Returns `false` if this user may not remove
     /// it (permission denied), `true` if it is gone.
     @discardableResult
-    func removeEntryFile(_ digest: KeyDigest) throws(CacheError) -> Bool {
+    func removeEntryFile(_ digest: KeyDigest, _ state: inout State) throws(CacheError) -> Bool {
         do throws(CacheError) {
-            guard let directory = try self.openSubdirectory(digest.subdirectory) else { return true }
-            defer { FileIO.closeDescriptor(directory) }
-            try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest))
+            _ = try self.inSubdirectory(digest.subdirectory, creating: false, &state) {
+                directory throws(CacheError) -> Bool? in
+                try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest)) ? true : nil
+            }
             return true
         } catch  where error.errno == EACCES || error.errno == EPERM {
             return false
@@ -331,11 +384,12 @@ struct DiskStore: Sendable {
         try FileIO.makeDirectory(root + "/entries")
     }
 
-    /// Writes the whole entry to a new temporary file and returns its path.
     /// Creates a new temporary file for an entry being written; its name starts with this
-    /// process's id, so that a later open can tell whether its writer is gone.
+    /// process's id, so that a later open can tell whether its writer is gone, and ends with this
+    /// store's number, so that no other store, in this process or in an earlier one that had the
+    /// same id, names a file alike.
     func createTemporaryFile() throws(CacheError) -> (descriptor: Int32, path: String) {
-        let path = "\(self.root)/tmp/\(getpid())-\(self.temporaryNumbers.next())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = "\(self.root)/tmp/\(getpid())-\(self.temporaryNumbers.next())-\(self.temporaryNonce)"
         do {
             return (try FileIO.create(path), path)
         } catch  where error.errno == ENOENT {
@@ -350,8 +404,7 @@ struct DiskStore: Sendable {
         let (descriptor, path) = try self.createTemporaryFile()
         defer { FileIO.closeDescriptor(descriptor) }
         do throws(CacheError) {
-            try FileIO.writeAll(descriptor, prefix, at: nil, path: path)
-            try FileIO.writeAll(descriptor, body, path: path)
+            try FileIO.writeAll(descriptor, prefix, body, path: path)
             if self.configuration.isDurable { try FileIO.synchronize(descriptor, path: path) }
         } catch {
             _ = try? FileIO.removeFile(path)
@@ -363,25 +416,20 @@ struct DiskStore: Sendable {
     /// Renames the complete `temporary` file into place as the file of `digest`, relative to
     /// its subdirectory's descriptor. A subdirectory that is missing is made; a symbolic link or
     /// a file in its place is removed first, so that no entry is ever written through a link.
-    func moveIntoPlace(_ temporary: String, _ digest: KeyDigest) throws(CacheError) {
-        let name = KeyDigest.hexadecimal(digest.subdirectory)
-        var directory = try self.openSubdirectory(digest.subdirectory)
-        if directory == nil {
-            let entries = try self.entriesDescriptor()
-            _ = try? FileIO.removeFile(named: name, in: entries, path: "\(self.entries)/\(name)")
-            if mkdirat(entries, name, 0o700) != 0 && errno != EEXIST {
-                throw FileIO.error("create directory", "\(self.entries)/\(name)", errno)
+    func moveIntoPlace(_ temporary: String, _ digest: KeyDigest, _ state: inout State) throws(CacheError) {
+        let moved = try self.inSubdirectory(digest.subdirectory, creating: true, &state) {
+            directory throws(CacheError) -> Bool? in
+            guard renameat(AT_FDCWD, temporary, directory, digest.hexadecimal) == 0 else {
+                if errno == ENOENT { return nil }
+                throw FileIO.error("rename", self.path(of: digest), errno)
             }
-            directory = try self.openSubdirectory(digest.subdirectory)
+            if self.configuration.isDurable {
+                try FileIO.synchronize(directory, path: "\(self.entries)/\(KeyDigest.hexadecimal(digest.subdirectory))")
+            }
+            return true
         }
-        guard let directory else { throw FileIO.error("open", "\(self.entries)/\(name)", ENOTDIR) }
-        defer { FileIO.closeDescriptor(directory) }
-        guard renameat(AT_FDCWD, temporary, directory, digest.hexadecimal) == 0 else {
-            throw FileIO.error("rename", self.path(of: digest), errno)
-        }
-        if self.configuration.isDurable {
-            try FileIO.synchronize(directory, path: "\(self.entries)/\(name)")
-        }
+        // Still nothing: the temporary file is gone.
+        guard moved != nil else { throw FileIO.error("rename", self.path(of: digest), ENOENT) }
     }
 
     /// Removes temporary files left by writers that are gone: this process's earlier lives and

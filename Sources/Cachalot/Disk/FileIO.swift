@@ -235,6 +235,47 @@ enum FileIO {
         if let failure { throw failure }
     }
 
+    /// Writes all of `first`, then all of `second`, at the file's current position: in one
+    /// `writev` when the kernel takes both whole, as it does for a regular file with room.
+    static func writeAll(_ descriptor: Int32, _ first: [UInt8], _ second: Data, path: String) throws(CacheError) {
+        var failure: CacheError?
+        first.withUnsafeBytes { first in
+            second.withUnsafeBytes { second in
+                do throws(CacheError) { try Self.writeAll(descriptor, first, second, path: path) } catch {
+                    failure = error
+                }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    private static func writeAll(
+        _ descriptor: Int32,
+        _ first: UnsafeRawBufferPointer,
+        _ second: UnsafeRawBufferPointer,
+        path: String
+    ) throws(CacheError) {
+        var vectors = [
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
+        ]
+        var written = 0
+        // Until `first` is written whole: what is left of both, in one call; then what is left of
+        // `second` alone, as any other write.
+        while written < first.count {
+            vectors[0].iov_base = UnsafeMutableRawPointer(mutating: first.baseAddress! + written)
+            vectors[0].iov_len = first.count - written
+            let result = writev(descriptor, vectors, 2)
+            if result >= 0 {
+                written += result
+            } else if errno != EINTR {
+                throw Self.error("write", path, errno)
+            }
+        }
+        let rest = written - first.count
+        try Self.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: second[rest...]), at: nil, path: path)
+    }
+
     /// Writes all of `data` at the file's current position.
     static func writeAll(_ descriptor: Int32, _ data: Data, path: String) throws(CacheError) {
         var failure: CacheError?

@@ -240,6 +240,57 @@ struct DiskCacheTests {
         #expect(try cache.count == 1)
     }
 
+    /// A key other than `key` whose file goes in the same subdirectory of `entries/`.
+    func neighbour(of key: String) -> String {
+        let subdirectory = KeyDigest(key: key).subdirectory
+        return (0...).lazy.map { "neighbour-\($0)" }.first { KeyDigest(key: $0).subdirectory == subdirectory }!
+    }
+
+    @Test("a set into a subdirectory deleted by hand since the last change in it makes it again")
+    func deletedSubdirectory() throws {
+        let cache = try self.open()
+        try cache.set(Data("a".utf8), forKey: "a")
+        let subdirectory = (self.entryPath("a") as NSString).deletingLastPathComponent
+        try FileManager.default.removeItem(atPath: subdirectory)
+        let neighbour = self.neighbour(of: "a")
+        try cache.set(Data("b".utf8), forKey: neighbour)
+        #expect(try cache.data(forKey: neighbour) == Data("b".utf8))
+        #expect(FileManager.default.fileExists(atPath: self.entryPath(neighbour)))
+        #expect(try cache.data(forKey: "a") == nil)
+    }
+
+    @Test("a set after entries/ was deleted by hand makes it again, in a subdirectory used before")
+    func deletedEntriesDirectory() throws {
+        let cache = try self.open()
+        try cache.set(Data("a".utf8), forKey: "a")
+        try FileManager.default.removeItem(atPath: self.directory.path + "/entries")
+        let neighbour = self.neighbour(of: "a")
+        try cache.set(Data("b".utf8), forKey: neighbour)
+        #expect(try cache.data(forKey: neighbour) == Data("b".utf8))
+        #expect(FileManager.default.fileExists(atPath: self.entryPath(neighbour)))
+    }
+
+    @Test("a removal reaches the file in a subdirectory made again by hand, not the one deleted")
+    func removalInSubdirectoryMadeAgain() throws {
+        let cache = try self.open()
+        try cache.set(Data("a".utf8), forKey: "a")
+        let path = self.entryPath("a")
+        let subdirectory = (path as NSString).deletingLastPathComponent
+        let copy = self.directory.path + "/copy"
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        try FileManager.default.removeItem(atPath: subdirectory)
+        try FileManager.default.createDirectory(
+            atPath: subdirectory,
+            withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700]
+        )
+        try FileManager.default.moveItem(atPath: copy, toPath: path)
+        #expect(try cache.data(forKey: "a") == Data("a".utf8))
+        #expect(try cache.removeValue(forKey: "a"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(try cache.data(forKey: "a") == nil)
+    }
+
     @Test("uses noted since the last change reach the journal when the cache is released")
     func accessesFlushedOnRelease() throws {
         let calendar = Calendar()
