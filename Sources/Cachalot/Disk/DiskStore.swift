@@ -321,7 +321,8 @@ struct DiskStore: Sendable {
         do throws(CacheError) {
             _ = try self.inSubdirectory(digest.subdirectory, creating: false, &state) {
                 directory throws(CacheError) -> Bool? in
-                try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest)) ? true : nil
+                try FileIO.removeFile(named: digest.hexadecimal, in: directory, path: self.path(of: digest))
+                    ? true : nil
             }
             return true
         } catch  where error.errno == EACCES || error.errno == EPERM {
