@@ -266,8 +266,8 @@ struct DiskStore: Sendable {
 
     /// Calls `body` with the open descriptor of the subdirectory of `entries/` numbered `number`,
     /// which stays open in `state` for the changes after this one: a change then opens no
-    /// directory (an `openat2` and a `close`, the dearest system calls of a set after the file's
-    /// own). `body` returns `nil` when it finds nothing (`ENOENT`); if the descriptor was kept
+    /// directory (an `openat2` and a `close`, about 4 µs on the project's machines, measured in
+    /// C). `body` returns `nil` when it finds nothing (`ENOENT`); if the descriptor was kept
     /// from before, its directory may be gone since (deleted by hand, with `entries/` or
     /// alone), so the subdirectory is opened afresh and `body` called once more.
     ///
