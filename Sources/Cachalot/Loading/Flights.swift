@@ -34,8 +34,13 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
     /// started.
     package typealias Boarding = (value: Value, joined: Bool)
 
+    /// A caller waiting for a run. It is resumed exactly once: by whoever takes it out of
+    /// ``state`` under the lock (the run's answer or end, or the caller leaving), or by
+    /// ``join(_:_:_:_:)`` when it never went in. So its continuation is unchecked: a checked
+    /// one's type is generic over `Value`, and every copy of a waiter looked its metadata up
+    /// at run time, 2 % of a miss's instructions (docs/performance.md).
     private struct Waiter {
-        var continuation: CheckedContinuation<Boarding, any Error>
+        var continuation: UnsafeContinuation<Boarding, any Error>
         var priority: Int
         var progress: (@Sendable (LoadProgress) -> Void)?
         var joined: Bool
@@ -115,7 +120,7 @@ package final class Flights<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
         onWaiting?(waiterID)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 self.join(
                     key,
                     waiterID,
