@@ -29,6 +29,8 @@ struct Fixtures: Sendable {
     /// Misses stored in memory only: no disk write after each answer.
     let memoryMissLoader: ResourceLoader
     let transport: AsyncHTTPClientTransport
+    /// Where the baseline of the plain-file row writes its files (``writeReplacing(_:named:in:)``).
+    let plainWrites: URL
     /// Requests for 100 URLs on the origin, and their keys.
     let requests: [HTTPRequest]
     let keys: [String]
@@ -57,6 +59,8 @@ struct Fixtures: Sendable {
             configuration: .init(policy: .reloadIgnoringCacheData),
             transport: transport
         )
+        let plainWrites = directory.url.appending(path: "plain")
+        try FileManager.default.createDirectory(at: plainWrites, withIntermediateDirectories: false)
         return Fixtures(
             origin: origin,
             directory: directory,
@@ -67,6 +71,7 @@ struct Fixtures: Sendable {
             missLoader: missLoader,
             memoryMissLoader: memoryMissLoader,
             transport: transport,
+            plainWrites: plainWrites,
             requests: requests,
             keys: keys
         )
@@ -131,12 +136,16 @@ func timedOneByOne(
 /// Ten misses through `loader`, each load's background work (its disk write) settled, untimed,
 /// before the next, against the same requests through the transport alone, in alternating order.
 /// With `idle`, both sides wait that long, untimed, after each load as well, so that what a
-/// load leaves running (in the kernel or the threads) has time to end before the next.
+/// load leaves running (in the kernel or the threads) has time to end before the next. With
+/// `baselineWrites`, the baseline too writes each answer's body to a file there after it, untimed
+/// (see ``writeReplacing(_:named:in:)``): what the machine makes a load pay for the file written
+/// after the one before, with none of the disk tier's own work.
 func settledMisses(
     through loader: ResourceLoader,
     _ fixtures: Fixtures,
     _ iteration: Int,
-    idle: Duration? = nil
+    idle: Duration? = nil,
+    baselineWrites: URL? = nil
 ) async throws -> Int {
     let requests = fixtures.requests.prefix(10)
     let pause: () async -> Void = { if let idle { try? await Task.sleep(for: idle) } }
@@ -151,10 +160,37 @@ func settledMisses(
             blackHole(try await loader.load($0))
         }
     } timingBaseline: {
-        try await timedOneByOne(requests, settle: pause) {
-            blackHole(try await readAll(fixtures.transport.send($0, body: nil)))
+        var written: Data?
+        var count = 0
+        return try await timedOneByOne(
+            requests,
+            settle: {
+                if let directory = baselineWrites, let body = written {
+                    writeReplacing(body, named: "\(count)", in: directory)
+                    count += 1
+                }
+                await pause()
+            }
+        ) {
+            written = try await readAll(fixtures.transport.send($0, body: nil))
+            blackHole(written)
         }
     }
+}
+
+/// Writes `body` to a new file in `directory` and renames it over `name`, as the disk tier
+/// replaces an entry (no `fsync`, as the disk tier's default): the file system's work for a
+/// stored response, the create, the write, the rename and the old file's removal, with nothing
+/// of the cache's. Traps if the file system fails it: a benchmark's fixture, on its own
+/// temporary directory.
+func writeReplacing(_ body: Data, named name: String, in directory: URL) {
+    let path = directory.appending(path: name).path
+    let temporary = path + ".tmp"
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    precondition(descriptor >= 0, "open \(temporary): errno \(errno)")
+    let written = body.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    precondition(written == body.count && close(descriptor) == 0, "write \(temporary): errno \(errno)")
+    precondition(rename(temporary, path) == 0, "rename \(temporary): errno \(errno)")
 }
 
 /// Reads a transport's answer whole, as the loader does.
@@ -274,6 +310,25 @@ let benchmarks: @Sendable () -> Void = {
     settledMissBenchmark(
         "miss answered with no disk tier, settled before the next, against the transport alone, same iteration"
     ) { $0.memoryMissLoader }
+    // The first against a baseline that writes each answer to a plain file after it, untimed:
+    // what is left of the disk tier's share once the machine's own cost of a file written after
+    // each answer is on both sides.
+    Benchmark(
+        "miss answered, its disk write settled before the next, against the transport with a plain file written after each, same iteration",
+        configuration: ratioConfiguration
+    ) { benchmark in
+        let fixtures = fixtures!
+        iteration += 1
+        benchmark.measurement(
+            ratio,
+            try await settledMisses(
+                through: fixtures.missLoader,
+                fixtures,
+                iteration,
+                baselineWrites: fixtures.plainWrites
+            )
+        )
+    }
     // The two above with 20 ms idle after each load, on both sides: how much of the disk tier's
     // share is the write's aftermath, felt by whatever load comes next (on 2026-11-28, little).
     settledMissBenchmark(
