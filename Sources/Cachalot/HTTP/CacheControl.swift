@@ -245,12 +245,22 @@ struct FieldScanner {
 }
 
 extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace, bytes of a
+    /// field value: read as bytes, not as characters, which would cost the grapheme breaking).
     func trimmingWhitespace() -> String {
-        let isWhitespace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = self.firstIndex(where: { !isWhitespace($0) }),
-            let last = self.lastIndex(where: { !isWhitespace($0) })
-        else { return "" }
-        return String(self[first...last])
+        let utf8 = self.utf8
+        var start: Self.UTF8View.Index?
+        var end = utf8.startIndex
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let next = utf8.index(after: index)
+            if !FieldScanner.isWhitespace(utf8[index]) {
+                if start == nil { start = index }
+                end = next
+            }
+            index = next
+        }
+        guard let start else { return "" }
+        return String(decoding: utf8[start..<end], as: UTF8.self)
     }
 }

@@ -34,6 +34,8 @@ extension StoredResponse {
     /// then the head, then the varying fields, and no facts), is still read.
     public func encoded() -> Data {
         var writer = Writer()
+        // Room for the facts and a head of a few fields, so that few appends grow the bytes.
+        writer.bytes.reserveCapacity(256 + self.headCost)
         writer.append(Self.magic)
         writer.append(self.requestTime.timeIntervalSince1970.bitPattern)
         writer.append(self.responseTime.timeIntervalSince1970.bitPattern)
@@ -173,9 +175,8 @@ private struct Writer {
     }
 
     mutating func append(_ string: String) {
-        let utf8 = Array(string.utf8)
-        self.append(UInt32(utf8.count))
-        self.bytes.append(contentsOf: utf8)
+        self.append(UInt32(string.utf8.count))
+        self.bytes.append(contentsOf: string.utf8)
     }
 
     mutating func append(optional string: String?) {

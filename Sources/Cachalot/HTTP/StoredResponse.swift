@@ -259,10 +259,28 @@ public struct StoredResponse: Sendable, Hashable {
 
     /// `fields` without the hop-by-hop fields and those that `Connection` names.
     static func storableFields(of fields: HTTPFields) -> HTTPFields {
+        // Most responses have none of them: kept as they are, the fields neither hashed nor
+        // copied into new ones (every miss stores its head).
+        guard fields.contains(where: { Self.isHopByHop($0.name.canonicalName) }) else { return fields }
         var excluded = Self.hopByHopFields
         for value in fields[values: .connection] {
             for name in value.split(separator: ",") { excluded.insert(name.trimmingWhitespace().lowercased()) }
         }
         return HTTPFields(fields.filter { !excluded.contains($0.name.canonicalName) })
+    }
+
+    /// Whether `name`, a canonical (lowercase) field name, is one of ``hopByHopFields``: told
+    /// by its length first, which no other field of most responses shares.
+    static func isHopByHop(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 2: return name == "te"
+        case 7: return name == "upgrade" || name == "trailer"
+        case 10: return name == "connection" || name == "keep-alive"
+        case 16: return name == "proxy-connection"
+        case 17: return name == "transfer-encoding"
+        case 18: return name == "proxy-authenticate"
+        case 19: return name == "proxy-authorization"
+        default: return false
+        }
     }
 }

@@ -76,4 +76,17 @@ struct CacheControlTests {
         #expect(!directives.isNoStore)
         #expect(directives.maxAge == 5)
     }
+
+    @Test("optional whitespace is trimmed as bytes: spaces and tabs at both ends, nothing inside, other bytes kept")
+    func trimmingWhitespace() {
+        #expect(" \tmax-age=5 \t ".trimmingWhitespace() == "max-age=5")
+        #expect("a b\tc".trimmingWhitespace() == "a b\tc")
+        #expect(" \t  ".trimmingWhitespace() == "")
+        #expect("".trimmingWhitespace() == "")
+        #expect("\tcafé ".trimmingWhitespace() == "café")
+        #expect(" x, y "[...].split(separator: ",").map { $0.trimmingWhitespace() } == ["x", "y"])
+        // A space is trimmed even before a combining mark, which a reading by characters
+        // would take as one with it: a field value is bytes (RFC 9110 §5.5).
+        #expect(" \u{301}a".trimmingWhitespace() == "\u{301}a")
+    }
 }

@@ -135,4 +135,19 @@ struct CacheRulesStoringTests {
         )
         #expect(stored.response.headerFields.map(\.name.canonicalName) == ["etag"])
     }
+
+    @Test(
+        "each hop-by-hop field alone is not stored, and a head without any keeps its fields",
+        arguments: StoredResponse.hopByHopFields.sorted()
+    )
+    func eachHopByHopField(name: String) {
+        let fields = [("Date", "Mon, 07 Dec 2026 23:00:00 GMT"), ("ETag", "\"a\""), ("Content-Length", "3")]
+        let stored = Messages.stored(200, fields + [(name.uppercased(), "x")])
+        #expect(stored.response.headerFields.map(\.name.canonicalName) == ["date", "etag", "content-length"])
+        // Names of the same lengths that are not hop-by-hop stay.
+        let alike = [("TK", "1"), ("Upgrad3", "1"), ("Connectior", "1"), ("Transfer-Encodinf", "1")]
+        let kept = Messages.stored(200, fields + alike)
+        #expect(kept.response.headerFields.count == fields.count + alike.count)
+        #expect(StoredResponse.isHopByHop(name))
+    }
 }
