@@ -1,3 +1,4 @@
+import Cachalot
 import Foundation
 import HTTPTypes
 import NIOCore
@@ -8,12 +9,6 @@ enum ForwardedFields {
     /// `Host`, which swift-http-types leaves to `HTTPRequest.authority`: set as a field, it is
     /// the host the origin is told, and the one the loader keys (see `CacheKey`).
     static let host = HTTPField.Name("Host")!
-
-    /// Fields that describe one connection, never passed on (RFC 9110 §7.6.1), besides those
-    /// that `Connection` names. `Trailer` goes too: the proxy does not pass trailers on.
-    static let hopByHop: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
-    ]
 
     /// Fields by which a client claims to be someone else, or to have asked for something other
     /// than what the request line and `Host` say (another path, method, scheme, port or host):
@@ -185,9 +180,11 @@ enum ForwardedFields {
     }
 
     /// Whether a field named `name` (lowercased) is hop-by-hop whether or not `Connection`
-    /// names it.
+    /// names it, and so never passed on (RFC 9110 §7.6.1): one that a cache never stores
+    /// (`Connection`, `Keep-Alive`, `TE`, `Transfer-Encoding`, `Upgrade`, and `Trailer`, since
+    /// the proxy does not pass trailers on), or any `Proxy-*`.
     static func isHopByHop(_ name: String) -> Bool {
-        Self.hopByHop.contains(name) || name.hasPrefix("proxy-")
+        StoredResponse.isHopByHop(name) || name.hasPrefix("proxy-")
     }
 
     /// The request's `Forwarded` element for a client at the IP address `ip` that asked for

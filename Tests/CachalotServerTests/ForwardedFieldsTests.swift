@@ -63,4 +63,16 @@ struct ForwardedFieldsTests {
             #expect(!ProxyResponder.isClientOwned(name), "\(name)")
         }
     }
+
+    @Test("Hop-by-hop for the proxy: every field a cache never stores, Trailer and any Proxy-*; no other")
+    func hopByHopNames() {
+        let names = [
+            "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+            "proxy-authenticate", "proxy-authorization", "proxy-anything",
+        ]
+        for name in names { #expect(ForwardedFields.isHopByHop(name), "\(name)") }
+        for name in ["x-proxy-id", "tk", "upgrades", "connectionx", "via", "content-length", "proxy"] {
+            #expect(!ForwardedFields.isHopByHop(name), "\(name)")
+        }
+    }
 }

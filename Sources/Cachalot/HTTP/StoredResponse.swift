@@ -270,8 +270,9 @@ public struct StoredResponse: Sendable, Hashable {
     }
 
     /// Whether `name`, a canonical (lowercase) field name, is one of ``hopByHopFields``: told
-    /// by its length first, which no other field of most responses shares.
-    static func isHopByHop(_ name: String) -> Bool {
+    /// by its length first, which no other field of most responses shares. The proxy's own
+    /// list of the fields it never passes on is made of it.
+    package static func isHopByHop(_ name: String) -> Bool {
         switch name.utf8.count {
         case 2: return name == "te"
         case 7: return name == "upgrade" || name == "trailer"
