@@ -256,12 +256,6 @@ public final class CacheServer: Service, Sendable {
     /// once on their event loop: their ``ServerCodec`` asks an ``ImmediateResponder``.
     private func bind(_ address: Address, answeringAtOnce immediate: ProxyResponder?) async throws -> Listener {
         let limits = self.configuration.limits
-        var limitConfiguration = NIOHTTPDecoderLimitConfiguration()
-        // The target counts toward a field's size in NIO's parser, so a field may be as long as the
-        // longer of the two; a longer target is refused with 414 once parsed.
-        limitConfiguration.maxHeaderFieldSize = max(limits.maximumHeaderBytes, limits.maximumRequestLine)
-        limitConfiguration.maxHeaderListSize = limits.maximumHeaderBytes + limits.maximumRequestLine
-        let decoderLimits = limitConfiguration
         let headTimeout = TimeAmount(limits.requestHeadTimeout)
         let bodyTimeout = TimeAmount(limits.requestBodyTimeout)
         let bodyTotalTimeout = TimeAmount(limits.requestBodyTotalTimeout)
@@ -273,14 +267,11 @@ public final class CacheServer: Service, Sendable {
             .bind(host: address.host, port: address.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    // Fed before the parser, which says only that a head overflowed, not which part.
-                    let requestLines = RequestLineMeter(limit: limits.maximumRequestLine)
+                    try pipeline.addHandler(SendTimer(timeout: sendTimeout, log: self.loopLog))
                     try pipeline.addHandler(
-                        SendTimer(timeout: sendTimeout, log: self.loopLog, requestLines: requestLines)
-                    )
-                    try pipeline.addHandler(
-                        ByteToMessageHandler(
-                            HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)
+                        RequestDecoder(
+                            maximumRequestLine: limits.maximumRequestLine,
+                            maximumHeaderBytes: limits.maximumHeaderBytes
                         )
                     )
                     // The proxy's 408s go to the access log; the admin listener's requests are not logged.
@@ -297,7 +288,6 @@ public final class CacheServer: Service, Sendable {
                     }
                     // Told of the responses by the codec, which writes them: not on their way.
                     let phases = RequestPhases(
-                        requestLines: requestLines,
                         headTimeout: headTimeout,
                         bodyIdle: bodyTimeout,
                         bodyTotal: bodyTotalTimeout,

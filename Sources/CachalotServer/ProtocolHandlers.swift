@@ -15,13 +15,13 @@ import Darwin
 /// bounded in time. One handler for all of it, since each response part that passes a handler
 /// costs a hit a dynamic cast.
 ///
-/// **Refused requests.** It answers a request the HTTP parser refused, before the connection
-/// closes: 414 for a request line over the limit (as ``RequestLineMeter`` saw it), 431 for a
-/// header section over the limit, 400 for anything else that is not HTTP/1.1 as RFC 9112 frames
-/// it (both `Content-Length` and `Transfer-Encoding`, two different lengths, an unknown transfer
-/// coding, a field line without a colon, whitespace before a colon…), so that no request can be
-/// smuggled past the cache. It takes the place of NIO's `HTTPServerProtocolErrorHandler`, which
-/// answers 400 to all. What follows a request that closes the connection (`Connection: close`,
+/// **Refused requests.** It answers a request the parser refused (``RequestParseError``), before
+/// the connection closes, with the status the refusal names: 414 for a request line over the
+/// limit, 431 for a header section over the limit, 501 for a method or a transfer coding it does
+/// not know, 505 for a version other than 1.x, 400 for anything else that is not HTTP/1.1 as
+/// RFC 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two different lengths, a
+/// field line without a colon, whitespace before a colon…), so that no request can be smuggled
+/// past the cache. What follows a request that closes the connection (`Connection: close`,
 /// or HTTP/1.0 without `keep-alive`) is not read as a request (RFC 9112 §9.6): it gets no
 /// answer, and the connection closes after that request's response.
 ///
@@ -51,8 +51,6 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ServerRequestPart
     typealias OutboundOut = ResponsePart
 
-    /// What the connection's request lines were like, for a head that overflowed.
-    private let requestLines: RequestLineMeter
     private let headTimeout: TimeAmount
     private let bodyIdle: TimeAmount
     private let bodyTotal: TimeAmount
@@ -90,14 +88,12 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
 
     init(
-        requestLines: RequestLineMeter,
         headTimeout: TimeAmount,
         bodyIdle: TimeAmount,
         bodyTotal: TimeAmount,
         log: LoopLog,
         onBodyTimeout: ((HTTPRequestHead, _ remote: SocketAddress?, _ elapsed: TimeAmount) -> Void)?
     ) {
-        self.requestLines = requestLines
         self.headTimeout = headTimeout
         self.bodyIdle = bodyIdle
         self.bodyTotal = bodyTotal
@@ -200,14 +196,9 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // Bytes after the last request: not a request, and not answered.
-        if self.hasClosingRequestEnded, error is HTTPParserError { return }
-        if let error = error as? HTTPParserError, !self.hasUnterminatedResponse {
-            let status: HTTPResponseStatus =
-                switch error {
-                case .headerOverflow where self.requestLines.sawLongRequestLine: .uriTooLong
-                case .headerOverflow: .requestHeaderFieldsTooLarge
-                default: .badRequest
-                }
+        if self.hasClosingRequestEnded, error is RequestParseError { return }
+        if let error = error as? RequestParseError, !self.hasUnterminatedResponse {
+            let status = error.status
             let headers = HTTPHeaders([("Connection", "close"), ("Content-Length", "0")])
             context.writeAndFlush(
                 RequestPhases.wrapOutboundOut(
@@ -289,135 +280,6 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// Watches the bytes a client sends, before the HTTP parser, for a request line longer than
-/// `limit`: NIO's parser counts the target as a header field and reports either as too large
-/// alike, and a request line over the limit is answered 414, not 431.
-///
-/// A request line is a line that starts with a token and a space (a method): a header field's
-/// name ends at a colon, never a space. Only a read that may hold a line over the limit (the
-/// line it continues counted) is read line by line, each line's first bytes until that is known
-/// and the rest skipped to its end with `memchr`; of any other read, only its last line's first
-/// bytes are read, found from its end. A request then costs little, and so does a body. A body
-/// line that looks like a long request line would make a later overflow of the same connection
-/// 414.
-///
-/// Not a handler of its own: ``SendTimer``, first in the pipeline, hands it each read's bytes,
-/// and ``RequestPhases`` asks it which status an overflow gets.
-final class RequestLineMeter {
-    private let limit: Int
-    /// Whether a request line longer than the limit came.
-    private(set) var sawLongRequestLine = false
-    /// The bytes of the current line so far.
-    private var length = 0
-    private var line = Line.start
-
-    /// What the current line is, from its first bytes.
-    private enum Line {
-        /// Nothing read yet.
-        case start
-        /// Token bytes so far.
-        case token
-        /// A token and a space: a request line.
-        case requestLine
-        /// Anything else.
-        case other
-    }
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// Reads the bytes of one read of the connection, in order.
-    func scan(_ buffer: ByteBuffer) {
-        guard !self.sawLongRequestLine else { return }
-        buffer.withUnsafeReadableBytes { self.scan($0) }
-    }
-
-    private func scan(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress else { return }
-        // A read that cannot hold a line over the limit (the one it continues counted) is not
-        // read line by line: only its last line's first bytes are, to know what that line is.
-        guard self.length + bytes.count > self.limit else {
-            // From the end: a read mostly ends a request's head, with a line break.
-            var offset = bytes.count
-            while offset > 0, bytes[offset - 1] != UInt8(ascii: "\n") { offset -= 1 }
-            if offset > 0 {
-                self.line = .start
-                self.length = 0
-            }
-            self.length += bytes.count - offset
-            var line = self.line
-            while line == .start || line == .token, offset < bytes.count {
-                line = Self.next(line, bytes[offset])
-                offset += 1
-            }
-            self.line = line
-            return
-        }
-        self.scanLines(base, bytes.count)
-    }
-
-    /// What the line is after `byte`, for a line not yet known.
-    private static func next(_ line: Line, _ byte: UInt8) -> Line {
-        switch line {
-        case .start: Self.isTokenByte(byte) ? .token : .other
-        case .token where byte == UInt8(ascii: " "): .requestLine
-        case .token: Self.isTokenByte(byte) ? .token : .other
-        case .requestLine, .other: line
-        }
-    }
-
-    /// Reads `count` bytes at `base` line by line, each line's first bytes until it is known
-    /// what the line is, and the rest of it skipped to its end with `memchr`.
-    private func scanLines(_ base: UnsafeRawPointer, _ count: Int) {
-        let bytes = UnsafeRawBufferPointer(start: base, count: count)
-        // The state in locals while the bytes are read, stored back once.
-        var line = self.line
-        var length = self.length
-        var sawLong = false
-        var offset = 0
-        while offset < bytes.count {
-            if line == .requestLine || line == .other {
-                // Known: the rest of the line is skipped to its end, and counted.
-                let rest = bytes.count - offset
-                guard let newline = memchr(base + offset, Int32(UInt8(ascii: "\n")), rest) else {
-                    length += rest
-                    break
-                }
-                let end = base.distance(to: UnsafeRawPointer(newline))
-                length += end - offset
-                offset = end
-            }
-            let byte = bytes[offset]
-            offset += 1
-            if byte == UInt8(ascii: "\n") {
-                if line == .requestLine && length > self.limit { sawLong = true }
-                line = .start
-                length = 0
-                continue
-            }
-            length += 1
-            line = Self.next(line, byte)
-        }
-        if line == .requestLine && length > self.limit { sawLong = true }
-        self.line = line
-        self.length = length
-        if sawLong { self.sawLongRequestLine = true }
-    }
-
-    /// A `tchar` (RFC 9110 §5.6.2), looked up in a bit set of the 128 ASCII bytes: a request's
-    /// first bytes are each asked.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        // Bit n of the first word: byte n; of the second, byte 64 + n.
-        let tokens: (UInt64, UInt64) = (0x03ff_6cfa_0000_0000, 0x57ff_ffff_c7ff_fffe)
-        switch byte {
-        case 0..<64: return tokens.0 >> byte & 1 == 1
-        case 64..<128: return tokens.1 >> (byte - 64) & 1 == 1
-        default: return false
-        }
-    }
-}
-
 /// Closes a connection whose client stops reading (nginx's `send_timeout`): once what waits to
 /// be sent has filled the channel's buffer (it is not writable), the client must take some of
 /// it within `timeout`, and again within each `timeout` after, or the connection closes and
@@ -426,10 +288,6 @@ final class RequestLineMeter {
 /// It sits first in the pipeline, nearest the socket, where it sees the bytes written; the
 /// bytes taken are those written less those the channel still buffers. It logs each close at
 /// info through `log`, which writes off the event loop.
-///
-/// It also hands each read's bytes to `requestLines` before they reach the HTTP
-/// parser: one handler nearest the socket rather than two, since each costs every read, and its
-/// end, one more step through the pipeline.
 final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -438,24 +296,15 @@ final class SendTimer: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeout: TimeAmount
     private let log: LoopLog
-    private let requestLines: RequestLineMeter
     /// The bytes written to the channel so far.
     private var written = 0
     /// The bytes the client had taken when the timer was armed.
     private var takenAtArming = 0
     private var timer: Scheduled<Void>?
 
-    init(timeout: TimeAmount, log: LoopLog, requestLines: RequestLineMeter) {
+    init(timeout: TimeAmount, log: LoopLog) {
         self.timeout = timeout
         self.log = log
-        self.requestLines = requestLines
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Through the class's name, not `Self`: through `Self`, NIO's generic helper is called
-        // unspecialized, and looks the message's type up at run time (docs/performance.md).
-        self.requestLines.scan(SendTimer.unwrapInboundIn(data))
-        context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

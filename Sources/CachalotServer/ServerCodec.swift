@@ -147,7 +147,7 @@ final class ServerCodec: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is HTTPParserError, self.isAwaitingResponse || !self.waiting.isEmpty {
+        if error is RequestParseError, self.isAwaitingResponse || !self.waiting.isEmpty {
             self.waiting.append(.error(error))
         } else {
             self.handOn(error, context)
@@ -251,7 +251,7 @@ final class ServerCodec: ChannelDuplexHandler {
     private func handOn(_ error: any Error, _ context: ChannelHandlerContext) {
         self.handOnHeldHead(context)
         // The answer to a request that could not be parsed is awaited as any other.
-        if error is HTTPParserError, !self.isResponseOpen {
+        if error is RequestParseError, !self.isResponseOpen {
             self.isRequestOpen = false
             self.isResponseOpen = true
         }

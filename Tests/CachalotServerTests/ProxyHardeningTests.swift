@@ -20,7 +20,21 @@ struct ProxyHardeningTests {
             "two different Content-Length values",
             "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"
         ),
-        ("an unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
+        (
+            "chunked twice",
+            "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n"
+        ),
+        ("Transfer-Encoding in HTTP/1.0", "POST /a HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("a folded field line", "GET /a HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n"),
+        ("a bare carriage return in a field", "GET /a HTTP/1.1\r\nHost: x\r\nX-A: b\rX-B: c\r\n\r\n"),
+        ("a control byte in a field's value", "GET /a HTTP/1.1\r\nHost: x\r\nX-A: b\u{1}c\r\n\r\n"),
+        ("two spaces after the method", "GET  /a HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("a method that is not a token", "G(T /a HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (
+            "a chunk longer than its size",
+            "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n"
+        ),
+        ("a Content-Length with a sign", "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\nabc"),
         ("whitespace before a colon", "GET /a HTTP/1.1\r\nHost : x\r\n\r\n"),
         ("a field line without a colon", "GET /a HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n"),
         ("two Host fields", "GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"),
@@ -42,6 +56,29 @@ struct ProxyHardeningTests {
         // A second, valid request after the bad one must never be answered: the connection closes.
         let received = try await RawClient.exchange(text + "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
         #expect(RawClient.statuses(in: received) == [400])
+        #expect(origin.requests.isEmpty)
+        try await proxy.stop()
+    }
+
+    /// Requests the parser refuses with a status other than 400.
+    static let unsupported: [(String, String, Int)] = [
+        ("an unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc", 501),
+        ("a method no parser knows", "BREW /a HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+        ("HTTP/2's preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+        ("HTTP/0.9's version", "GET /a HTTP/0.9\r\n\r\n", 505),
+    ]
+
+    @Test(
+        "A transfer coding or method the proxy does not know gets 501, a version other than 1.x 505; nothing reaches the origin",
+        arguments: Self.unsupported.map(\.0)
+    )
+    func unsupportedRequests(name: String) async throws {
+        let (text, status) = try #require(Self.unsupported.first { $0.0 == name }.map { ($0.1, $0.2) })
+        let origin = try await TestOrigin.start { _ in .init(body: "origin") }
+        let proxy = try await ProxyHarness(origin: origin)
+        let received = try await RawClient.exchange(text + "GET /b HTTP/1.1\r\nHost: x\r\n\r\n", port: proxy.port)
+        #expect(RawClient.statuses(in: received) == [status])
+        #expect(received.lowercased().contains("\r\nconnection: close\r\n"), "\(received)")
         #expect(origin.requests.isEmpty)
         try await proxy.stop()
     }
