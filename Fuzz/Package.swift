@@ -15,6 +15,7 @@ let fuzzers: [(name: String, modules: [String])] = [
     ("vary", ["Cachalot"]),
     ("image", ["Cachalot", "CachalotImages"]),
     ("origin-response", ["Cachalot", "CachalotNIO"]),
+    ("request", ["Cachalot", "CachalotServer"]),
 ]
 
 /// `entry-file` → `FuzzEntryFile`.

@@ -10,7 +10,10 @@ import NIOHTTP1
 /// A fragment in the target (`/a#x`), which a client should not send (RFC 9112 §3.2), is
 /// removed here: it is never part of the key nor sent on.
 struct ServerRequest: Sendable {
-    var head: HTTPRequestHead
+    let head: HTTPRequestHead
+    /// Whether its connection may stay open after its response, as its head says: asked of
+    /// every request more than once, and NIO's answer reads the head's fields each time.
+    let isKeepAlive: Bool
     var body: ByteBuffer?
     /// Who sent it.
     var client: Client
@@ -34,12 +37,14 @@ struct ServerRequest: Sendable {
     }
 
     init(head: HTTPRequestHead, body: ByteBuffer? = nil, client: Client) {
-        self.head = head
+        var head = head
         // Searched in the string's bytes, where the search is specialized for them here.
         var uri = head.uri
         if let fragment = uri.withUTF8({ $0.firstIndex(of: UInt8(ascii: "#")) }) {
-            self.head.uri = String(decoding: uri.utf8.prefix(fragment), as: UTF8.self)
+            head.uri = String(decoding: uri.utf8.prefix(fragment), as: UTF8.self)
         }
+        self.head = head
+        self.isKeepAlive = head.isKeepAlive
         self.body = body
         self.client = client
     }
@@ -361,10 +366,10 @@ extension CacheServer {
             var writer = ResponseWriter(
                 outbound: connection,
                 version: request.head.version,
-                closesConnection: !request.head.isKeepAlive
+                closesConnection: !request.isKeepAlive
             )
             let keepAlive = try await responder.respond(to: request, with: &writer)
-            guard keepAlive, request.head.isKeepAlive, connections.setBusy(id, false) else { return }
+            guard keepAlive, request.isKeepAlive, connections.setBusy(id, false) else { return }
         }
     }
 

@@ -42,7 +42,7 @@ final class ImmediateResponder: ImmediateAnswering {
         guard !self.connections.isShuttingDown,
             let response = self.responder.prepare(&request, memo: &self.upstream)
         else { return nil }
-        let closing = !(response.keepsAlive && request.head.isKeepAlive)
+        let closing = !(response.keepsAlive && request.isKeepAlive)
         return ImmediateAnswer(
             head: response.head.head(version: request.head.version, closing: closing),
             body: response.body,

@@ -123,15 +123,15 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
         self.context = nil
     }
 
-    /// Whether a request `GET` or `HEAD` read whole, with `head`, goes on: asked by
+    /// Whether `request`, a `GET` or `HEAD` read whole, goes on: asked by
     /// ``ServerCodec`` as it hands requests on, so that a request answered at once crosses no
     /// handler. What is not admitted is dropped: it follows the request that closes the
     /// connection, or the body's time ran out.
-    func admitsWhole(_ head: HTTPRequestHead) -> Bool {
+    func admitsWhole(_ request: ServerRequest) -> Bool {
         guard !self.hasClosingRequestEnded else { return false }
         // What closes the connection is noted even after the body's time ran out: what follows
         // it is not a request, and gets no answer.
-        if !head.isKeepAlive { self.isClosing = true }
+        if !request.isKeepAlive { self.isClosing = true }
         self.headDeadline = nil
         if self.isClosing { self.hasClosingRequestEnded = true }
         guard !self.hasBodyExpired else { return false }
@@ -144,7 +144,7 @@ final class RequestPhases: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Whether a request's part goes on, as ``admitsWhole(_:)`` says of a whole request.
     func admits(_ part: ServerRequestPart) -> Bool {
-        if case .request(let request) = part { return self.admitsWhole(request.head) }
+        if case .request(let request) = part { return self.admitsWhole(request) }
         guard !self.hasClosingRequestEnded else { return false }
         switch part {
         case .head(let head):

@@ -222,10 +222,10 @@ final class ServerCodec: ChannelDuplexHandler {
 
     /// Answers a `GET` or `HEAD` read whole at once, if ``answers`` can; else hands it on.
     private func handOnWhole(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
-        guard self.phases?.admitsWhole(head) ?? true else { return }
         let client = self.client ?? Client(context.channel.remoteAddress)
         self.client = client
         var request = ServerRequest(head: head, client: client)
+        guard self.phases?.admitsWhole(request) ?? true else { return }
         if let answer = self.answers?.answer(&request) {
             self.deliver(answer, context)
         } else {

@@ -1,10 +1,12 @@
+@_spi(Fuzzing) import Cachalot
+import Foundation
 import CachalotTesting
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
 
-@testable import CachalotServer
+@_spi(Fuzzing) @testable import CachalotServer
 
 @Suite("RequestParser: a connection's requests from its bytes")
 struct RequestParserTests {
@@ -360,5 +362,28 @@ struct RequestParserDifferentialTests {
             }
         }
         #expect(unexplained.isEmpty, "\(unexplained.count) differ:\n\(unexplained.prefix(40).joined(separator: "\n"))")
+    }
+}
+
+@Suite("RequestParser's fuzz inputs replay")
+struct RequestFuzzReplayTests {
+    @Test("the request fuzzer's seeds and the inputs that once crashed it replay")
+    func replay() throws {
+        let fuzz = URL(filePath: #filePath)
+            .deletingLastPathComponent()  // CachalotServerTests
+            .deletingLastPathComponent()  // Tests
+            .deletingLastPathComponent()
+            .appending(path: "Fuzz")
+        var replayed = 0
+        for kind in ["Seeds", "Regressions"] {
+            let folder = fuzz.appending(path: kind).appending(path: "request")
+            guard FileManager.default.fileExists(atPath: folder.path) else { continue }
+            for file in try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+            where !file.lastPathComponent.hasPrefix(".") {
+                try Data(contentsOf: file).withUnsafeBytes { FuzzTarget.request($0) }
+                replayed += 1
+            }
+        }
+        #expect(replayed > 0, "no seeds in \(fuzz.path)/Seeds/request")
     }
 }
