@@ -46,12 +46,14 @@ extension FuzzTarget {
         var parser = RequestParser(maximumRequestLine: 64, maximumHeaderBytes: 256)
         var buffer = ByteBuffer()
         var parts: [HTTPServerRequestPart] = []
-        for read in reads {
+        var refusal: RequestParseError?
+        reading: for read in reads {
             buffer.writeBytes(read)
             do {
                 while let part = try parser.next(&buffer) { parts.append(part) }
             } catch {
-                return (parts, error)
+                refusal = error
+                break reading
             }
         }
         // Body pieces joined, so that the two ways compare.
@@ -64,7 +66,7 @@ extension FuzzTarget {
                 joined.append(part)
             }
         }
-        return (joined, nil)
+        return (joined, refusal)
     }
 
     private static func checkHead(_ head: HTTPRequestHead) {
