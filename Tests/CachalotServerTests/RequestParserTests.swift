@@ -1,6 +1,6 @@
 @_spi(Fuzzing) import Cachalot
-import Foundation
 import CachalotTesting
+import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
