@@ -55,7 +55,7 @@ struct ServerRequest: Sendable {
         var fields = HTTPFields()
         fields.reserveCapacity(self.head.headers.count)
         for (name, value) in self.head.headers {
-            // NIO's parser admits only tokens as names: none is dropped here.
+            // The parser (RequestParser) admits only tokens as names: none is dropped here.
             guard let name = HTTPField.Name(name) else { continue }
             fields.append(HTTPField(name: name, value: value))
         }

@@ -19,7 +19,7 @@ import Darwin
 /// the connection closes, with the status the refusal names: 414 for a request line over the
 /// limit, 431 for a header section over the limit, 501 for a method or a transfer coding it does
 /// not know, 505 for a version other than 1.x, 400 for anything else that is not HTTP/1.1 as
-/// RFC 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two different lengths, a
+/// RFC 9112 frames it (both `Content-Length` and `Transfer-Encoding`, two lengths, a
 /// field line without a colon, whitespace before a colon…), so that no request can be smuggled
 /// past the cache. What follows a request that closes the connection (`Connection: close`,
 /// or HTTP/1.0 without `keep-alive`) is not read as a request (RFC 9112 §9.6): it gets no

@@ -442,7 +442,7 @@ final class ProxyResponder: Responder {
         for (spelling, value) in head.headers {
             // Every request has one, never passed on: dropped before its name is made.
             if spelling.equalsIgnoringASCIICase("host") { continue }
-            // NIO's parser admits only tokens as names: none is dropped here.
+            // The parser (RequestParser) admits only tokens as names: none is dropped here.
             guard let fieldName = HTTPField.Name(spelling) else { continue }
             let name = fieldName.canonicalName
             // The cache answers the client's own validators and ranges itself, from whole responses.
