@@ -40,7 +40,7 @@ struct PreparedHead: Sendable {
     var hasContentLength: Bool
 }
 
-/// The server's side of HTTP/1.1 on a connection, after RequestDecoder: it hands the
+/// The server's side of HTTP/1.1 on a connection, after ``RequestDecoder``: it hands the
 /// requests on one at a time, and writes the responses' bytes. It takes the place of NIO's
 /// `HTTPServerPipelineHandler` and `HTTPResponseEncoder`, one handler for both, so that a
 /// response part costs one handler and a whole response one write (a hit's head, body and end
